@@ -1,0 +1,124 @@
+// Package config declares every VKLLM_* environment variable once, with its type, default and
+// meaning. Code reads variables only through these declarations; docs/ENV.md is generated from
+// them (go run ./cmd/vkllm env --markdown) and a test keeps the two in sync. A bad value warns
+// once and falls back to the default instead of failing.
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Kind is the type a variable's value is parsed as.
+type Kind string
+
+const (
+	KindInt    Kind = "int"
+	KindBool   Kind = "bool"
+	KindString Kind = "string"
+)
+
+// Var is one declared environment variable.
+type Var struct {
+	Name    string
+	Kind    Kind
+	Default string
+	Meaning string
+}
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Var{}
+	warned     sync.Map
+)
+
+func declare(v Var) Var {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[v.Name]; dup {
+		panic("config: variable declared twice: " + v.Name)
+	}
+	registry[v.Name] = v
+	return v
+}
+
+// All returns every declared variable sorted by name.
+func All() []Var {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	out := make([]Var, 0, len(registry))
+	for _, v := range registry {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Set reports whether the variable is present in the environment with a non-empty value.
+func (v Var) Set() bool { return strings.TrimSpace(os.Getenv(v.Name)) != "" }
+
+// Raw returns the trimmed value from the environment, or the default when unset.
+func (v Var) Raw() string {
+	if s := strings.TrimSpace(os.Getenv(v.Name)); s != "" {
+		return s
+	}
+	return v.Default
+}
+
+func (v Var) warnBad(raw string, err error) {
+	if _, seen := warned.LoadOrStore(v.Name+"="+raw, true); seen {
+		return
+	}
+	slog.Warn("ignoring bad environment value", "var", v.Name, "value", raw, "want", string(v.Kind), "default", v.Default, "err", err)
+}
+
+// Int parses the value as an integer; a bad value warns and yields the default (0 if none).
+func (v Var) Int() int {
+	raw := v.Raw()
+	if raw == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		v.warnBad(raw, err)
+		d, _ := strconv.Atoi(v.Default)
+		return d
+	}
+	return n
+}
+
+// Bool parses 1/0/true/false/yes/no/on/off; a bad value warns and yields the default.
+func (v Var) Bool() bool {
+	raw := strings.ToLower(v.Raw())
+	switch raw {
+	case "1", "true", "yes", "on":
+		return true
+	case "0", "false", "no", "off", "":
+		return false
+	}
+	v.warnBad(raw, fmt.Errorf("not a boolean"))
+	return v.Default == "1" || v.Default == "true"
+}
+
+// String returns the value or the default.
+func (v Var) String() string { return v.Raw() }
+
+// The variables. Keep meanings to one line: they become docs/ENV.md and the README table.
+var (
+	Device          = declare(Var{"VKLLM_DEVICE", KindInt, "", "Vulkan device index to use (as listed by `vkllm devices`); unset picks the best discrete GPU"})
+	GPUVRAMMB       = declare(Var{"VKLLM_GPU_VRAM_MB", KindInt, "", "pin the usable VRAM in MiB for the resident plan; overrides the per-machine pin and every room query"})
+	GPUCtxMax       = declare(Var{"VKLLM_GPU_CTX_MAX", KindInt, "", "upper bound on the context the resident plan may choose"})
+	GPUMinCtx       = declare(Var{"VKLLM_GPU_MIN_CTX", KindInt, "4096", "smallest context the plan may shrink to before declining (at least 256)"})
+	GPUResident     = declare(Var{"VKLLM_GPU_RESIDENT", KindBool, "1", "0 forces the partial-offload fallback instead of the whole-model resident driver"})
+	GPUProf         = declare(Var{"VKLLM_GPU_PROF", KindBool, "0", "1 prints per-role GPU timings from timestamp queries (per prefill window, every 32 decode tokens)"})
+	DataDir         = declare(Var{"VKLLM_DATA_DIR", KindString, "", "where the SQLite store and the sidecar token live; default the OS user data dir (XDG_DATA_HOME/vkllm on Linux)"})
+	Threads         = declare(Var{"VKLLM_THREADS", KindInt, "", "CPU threads for the CPU backend; default all cores"})
+	LogLevel        = declare(Var{"VKLLM_LOG_LEVEL", KindString, "info", "log level: debug, info, warn or error"})
+	SidecarBinary   = declare(Var{"VKLLM_SIDECAR", KindString, "", "path of the vkllm binary the app starts as its engine sidecar; default the app's own executable"})
+	ValidationLayer = declare(Var{"VKLLM_VK_VALIDATE", KindBool, "0", "1 enables the Khronos validation layer when it is installed"})
+)
