@@ -1,0 +1,198 @@
+package chat
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/gguf"
+)
+
+// Published chat templates, as their models' tokenizer_config.json ship them.
+const (
+	llama3Template = `{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}`
+
+	qwen2Template = `{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`
+
+	mistralTemplate = `{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}`
+)
+
+var conversation = []Message{
+	{Role: "system", Content: "Be brief."},
+	{Role: "user", Content: "Hi"},
+	{Role: "assistant", Content: "Hello!"},
+	{Role: "user", Content: "Bye"},
+}
+
+// sharedDir returns <repo root>/../shared/sub, or skips the test when it is absent.
+func sharedDir(t *testing.T, sub string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("skipping: no go.mod above the test directory, so the shared data dir cannot be located")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "..", "shared", sub)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("skipping: shared test data %s is absent (%v)", p, err)
+	}
+	return p
+}
+
+// writeTemplateGGUF writes a metadata-only GGUF carrying tmpl as tokenizer.chat_template and
+// returns the template as read back.
+func writeTemplateGGUF(t *testing.T, tmpl string) string {
+	t.Helper()
+	w := gguf.NewWriter()
+	w.SetString("general.architecture", "llama")
+	w.SetString(TemplateKey, tmpl)
+	path := filepath.Join(t.TempDir(), "chat.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, ok := Template(f)
+	if !ok || got != tmpl {
+		t.Fatalf("template read back %q (ok %v), wrote %q", got, ok, tmpl)
+	}
+	return got
+}
+
+func TestWellKnownTemplatesRenderTheirPublishedLayout(t *testing.T) {
+	cases := []struct {
+		name      string
+		tmpl      string
+		msgs      []Message
+		genPrompt bool
+		bos, eos  string
+		want      string
+	}{
+		{"llama-3 trims content and adds the assistant header", llama3Template,
+			[]Message{{"system", "You are helpful."}, {"user", "  Hi there \n"}}, true, "<|begin_of_text|>", "<|eot_id|>",
+			"<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are helpful.<|eot_id|>" +
+				"<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>" +
+				"<|start_header_id|>assistant<|end_header_id|>\n\n"},
+		{"llama-3 without generation prompt", llama3Template,
+			[]Message{{"user", "Hi"}}, false, "<|begin_of_text|>", "<|eot_id|>",
+			"<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"},
+		{"chatml/qwen2 inserts the default system prompt", qwen2Template,
+			[]Message{{"user", "Hello"}}, true, "", "<|im_end|>",
+			"<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
+		{"chatml/qwen2 keeps a given system prompt", qwen2Template, conversation, false, "", "<|im_end|>",
+			"<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n" +
+				"<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n"},
+		{"mistral wraps user turns in [INST]", mistralTemplate, conversation[1:], true, "<s>", "</s>",
+			"<s>[INST] Hi [/INST]Hello!</s>[INST] Bye [/INST]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tmpl := writeTemplateGGUF(t, c.tmpl)
+			got, err := Render(tmpl, c.msgs, c.genPrompt, c.bos, c.eos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("Render:\n got  %q\n want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestPhi3TemplateFromTheSharedVocabRendersUserAndAssistantTurns(t *testing.T) {
+	path := filepath.Join(sharedDir(t, "reference/tokenizer"), "ggml-vocab-phi-3.gguf")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tmpl, ok := Template(f)
+	if !ok {
+		t.Fatal("phi-3 vocab has no tokenizer.chat_template")
+	}
+	got, err := Render(tmpl, conversation, true, "<s>", "<|endoftext|>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// phi-3's template drops system turns and always ends a user turn with the assistant tag
+	want := "<s><|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n<|user|>\nBye<|end|>\n<|assistant|>\n"
+	if got != want {
+		t.Errorf("Render:\n got  %q\n want %q", got, want)
+	}
+}
+
+func TestRenderReportsWhyTheCallerMustFallBack(t *testing.T) {
+	cases := []struct {
+		name string
+		tmpl string
+		msgs []Message
+		want string
+	}{
+		{"no template", "  ", conversation, ErrNoTemplate.Error()},
+		{"template raises", mistralTemplate, []Message{{"assistant", "Hi"}}, "Conversation roles must alternate"},
+		{"template does not compile", "{% for m in messages %}{{ m.content }", conversation, "compile chat template"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := Render(c.tmpl, c.msgs, true, "<s>", "</s>")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Render = %q, %v; want an error containing %q", out, err, c.want)
+			}
+		})
+	}
+	if _, err := Render("", nil, false, "", ""); !errors.Is(err, ErrNoTemplate) {
+		t.Errorf("empty template: %v, want ErrNoTemplate", err)
+	}
+}
+
+func TestTemplateIsAbsentWhenTheModelHasNone(t *testing.T) {
+	w := gguf.NewWriter()
+	w.SetString("general.architecture", "llama")
+	path := filepath.Join(t.TempDir(), "bare.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if tmpl, ok := Template(f); ok {
+		t.Errorf("Template = %q, true on a file without one", tmpl)
+	}
+}
+
+func TestFallbackWritesOneLabelledTurnPerLine(t *testing.T) {
+	cases := []struct {
+		name      string
+		msgs      []Message
+		genPrompt bool
+		want      string
+	}{
+		{"with generation prompt", conversation, true,
+			"System: Be brief.\nUser: Hi\nAssistant: Hello!\nUser: Bye\nAssistant:"},
+		{"without generation prompt", conversation[1:2], false, "User: Hi\n"},
+		{"unknown and empty roles", []Message{{"tool", "42"}, {"", "q"}}, true, "Tool: 42\nUser: q\nAssistant:"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Fallback(c.msgs, c.genPrompt); got != c.want {
+				t.Errorf("Fallback:\n got  %q\n want %q", got, c.want)
+			}
+		})
+	}
+}
