@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Record is one test row. Fields that llama-bench also writes use llama-bench's JSON names, so a
+// tool reading either tool's output finds the same keys; vkllm's additions come after them.
+type Record struct {
+	BuildCommit  string `json:"build_commit"`
+	BuildNumber  int    `json:"build_number"`
+	CPUInfo      string `json:"cpu_info"`
+	GPUInfo      string `json:"gpu_info"`
+	Backends     string `json:"backends"`
+	ModelFile    string `json:"model_filename"`
+	ModelType    string `json:"model_type"`
+	ModelSize    int64  `json:"model_size"`
+	ModelParams  int64  `json:"model_n_params"`
+	NBatch       int    `json:"n_batch"`
+	NUBatch      int    `json:"n_ubatch"`
+	NThreads     int    `json:"n_threads"`
+	TypeK        string `json:"type_k"`
+	TypeV        string `json:"type_v"`
+	NGPULayers   int    `json:"n_gpu_layers"`
+	NPrompt      int    `json:"n_prompt"`
+	NGen         int    `json:"n_gen"`
+	NDepth       int    `json:"n_depth"`
+	TestTime     string `json:"test_time"` // RFC 3339, UTC
+	Summary
+
+	// vkllm's own fields.
+	Tool      string  `json:"tool,omitempty"`      // "vkllm" or "llama-bench"
+	Placement string  `json:"placement,omitempty"` // "resident", "split L of M", "cpu"
+	TTFTMs    float64 `json:"ttft_ms,omitempty"`   // pp tests: mean time until the first token could be sampled
+	Reps      int     `json:"reps,omitempty"`
+	Warmup    int     `json:"warmup,omitempty"`
+}
+
+// TestName is the llama-bench test label: "pp512", "tg128".
+func (r Record) TestName() string {
+	switch {
+	case r.NPrompt > 0 && r.NGen > 0:
+		return fmt.Sprintf("pp%d+tg%d", r.NPrompt, r.NGen)
+	case r.NPrompt > 0:
+		return fmt.Sprintf("pp%d", r.NPrompt)
+	default:
+		return fmt.Sprintf("tg%d", r.NGen)
+	}
+}
+
+// ParseLlamaBench reads llama-bench output in its JSON (one array) or JSONL (one object a line)
+// form. Records come back with Tool "llama-bench" unless they say otherwise.
+func ParseLlamaBench(r io.Reader) ([]Record, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read llama-bench output: %w", err)
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, fmt.Errorf("read llama-bench output: empty input (expected the JSON of `llama-bench -o json` or `-o jsonl`)")
+	}
+	var records []Record
+	if trimmed[0] == '[' {
+		if err := json.Unmarshal(trimmed, &records); err != nil {
+			return nil, fmt.Errorf("parse llama-bench JSON array: %w", err)
+		}
+	} else {
+		sc := bufio.NewScanner(bytes.NewReader(trimmed))
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		line := 0
+		for sc.Scan() {
+			line++
+			text := strings.TrimSpace(sc.Text())
+			if text == "" {
+				continue
+			}
+			var rec Record
+			if err := json.Unmarshal([]byte(text), &rec); err != nil {
+				return nil, fmt.Errorf("parse llama-bench JSONL line %d: %w", line, err)
+			}
+			records = append(records, rec)
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("scan llama-bench JSONL: %w", err)
+		}
+	}
+	for i := range records {
+		if records[i].Tool == "" {
+			records[i].Tool = "llama-bench"
+		}
+		if records[i].NPrompt == 0 && records[i].NGen == 0 {
+			return nil, fmt.Errorf("llama-bench record %d has neither n_prompt nor n_gen: not llama-bench output", i)
+		}
+	}
+	return records, nil
+}
