@@ -1,0 +1,83 @@
+package plan
+
+// Model is the shape of a model as the plan needs it, read from GGUF metadata by the adapter
+// (engine/plan/planinput) or written by hand in tests and what-if tools.
+type Model struct {
+	Name      string `json:"name"`
+	Arch      string `json:"arch"`
+	Layers    int    `json:"layers"`
+	Embd      int    `json:"dim"`
+	FF        int    `json:"ff"`
+	Heads     int    `json:"heads"`
+	HeadsKV   int    `json:"heads_kv"`
+	HeadDimK  int    `json:"head_dim_k"`
+	HeadDimV  int    `json:"head_dim_v"`
+	Vocab     int    `json:"vocab"`
+	CtxLength int    `json:"ctx_length"` // the model's training context; 0 when the file omits it
+}
+
+// KVTypeF16 is the one cache type the resident driver keeps: f16, two bytes per element.
+const KVTypeF16 = "f16"
+
+// KV is the cache's size per context position.
+type KV struct {
+	Type       string `json:"type"`
+	PerPos     int64  `json:"per_pos_bytes"`       // Σ over layers of K row + V row bytes
+	LayerPos   int64  `json:"layer_per_pos_bytes"` // one layer's K+V row bytes
+	SidePerPos int64  `json:"side_per_pos_bytes"`  // the larger of the K side and the V side over all layers
+}
+
+// KVFor computes the f16 cache bytes per position for a model where every layer keeps K and V:
+// a K row is heads_kv*head_dim_k*2 bytes, a V row heads_kv*head_dim_v*2 bytes. The driver keeps
+// all layers' K in one buffer and all layers' V in another, so one side's bytes per position
+// bound the context through maxStorageBufferRange.
+func KVFor(m Model) KV {
+	k := int64(m.HeadsKV) * int64(m.HeadDimK) * 2
+	v := int64(m.HeadsKV) * int64(m.HeadDimV) * 2
+	side := k
+	if v > side {
+		side = v
+	}
+	layers := int64(m.Layers)
+	return KV{Type: KVTypeF16, PerPos: layers * (k + v), LayerPos: k + v, SidePerPos: layers * side}
+}
+
+// Scratch window and slack. The scratch estimate is deliberately high: it is sized once at
+// init, and an estimate that is too low fails at upload time instead of in the plan.
+const (
+	ScratchWindow = 512      // prefill rows per window
+	ScratchSplits = 16       // split-K partitions the flash-attention partials are sized for
+	ScratchSlack  = 64 << 20 // fixed slack: position/argmax/descriptor-side buffers, alignment
+)
+
+// Scratch is the device scratch the resident driver allocates once, by component.
+type Scratch struct {
+	Window       int   `json:"window"`
+	Activations  int64 `json:"activations_bytes"`
+	Logits       int64 `json:"logits_bytes"`
+	AttnPartials int64 `json:"attn_partials_bytes"`
+	Slack        int64 `json:"slack_bytes"`
+	Total        int64 `json:"bytes"`
+}
+
+// ScratchFor is the scratch formula, all buffers f32 (4 bytes), R = ScratchWindow rows:
+//
+//	activations   = R × 4 × (3·dim + heads·head_dim_k + 2·heads_kv·max(head_dim_k, head_dim_v) + 2·ff)
+//	                (residual, normed input, attention/FFN output; q, k, v; gate and up)
+//	logits        = R × 4 × vocab   (every row of a window, for callers that want all logits)
+//	attn partials = R × 4 × heads × (head_dim_v + 2) × ScratchSplits   (running max, sum, output per split)
+//	slack         = ScratchSlack (64 MiB)
+func ScratchFor(m Model) Scratch {
+	const f32 = 4
+	r := int64(ScratchWindow)
+	hd := int64(m.HeadDimK)
+	if int64(m.HeadDimV) > hd {
+		hd = int64(m.HeadDimV)
+	}
+	act := r * f32 * (3*int64(m.Embd) + int64(m.Heads)*int64(m.HeadDimK) + 2*int64(m.HeadsKV)*hd + 2*int64(m.FF))
+	logits := r * f32 * int64(m.Vocab)
+	partials := r * f32 * int64(m.Heads) * (int64(m.HeadDimV) + 2) * ScratchSplits
+	s := Scratch{Window: ScratchWindow, Activations: act, Logits: logits, AttnPartials: partials, Slack: ScratchSlack}
+	s.Total = act + logits + partials + s.Slack
+	return s
+}
