@@ -1,0 +1,391 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/engine/bench"
+	"github.com/vkllm/vkllm/engine/config"
+	"github.com/vkllm/vkllm/engine/vulkan"
+	"github.com/vkllm/vkllm/store"
+)
+
+func init() {
+	register("bench", "benchmark prompt processing and generation like llama-bench (pp512/tg128), saved per GPU", runBench)
+}
+
+type benchFlags struct {
+	model     string
+	nPrompt   int
+	nGen      int
+	reps      int
+	gpu, cpu  bool
+	output    string
+	ref       string
+	threads   int
+	device    int
+	noSave    bool
+	seed      uint64
+	ctxLength int
+}
+
+func runBench(ctx context.Context, args []string) error {
+	var f benchFlags
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&f.model, "m", "", "GGUF model file (default: the embedded model)")
+	fs.IntVar(&f.nPrompt, "p", 512, "prompt tokens for the pp test (0 skips it)")
+	fs.IntVar(&f.nGen, "n", 128, "generated tokens for the tg test (0 skips it)")
+	fs.IntVar(&f.reps, "r", 5, "timed repetitions per test")
+	fs.BoolVar(&f.gpu, "gpu", false, "run on the GPU (fail if the GPU backend declines)")
+	fs.BoolVar(&f.cpu, "cpu", false, "run on the CPU")
+	fs.StringVar(&f.output, "o", "md", "output format: "+strings.Join(bench.Formats, ", "))
+	fs.StringVar(&f.ref, "ref", "", "path to a llama-bench binary to run on the same model afterwards for comparison")
+	fs.IntVar(&f.threads, "t", 0, "CPU threads (default: all cores)")
+	fs.IntVar(&f.device, "device", -1, "Vulkan device index (default: VKLLM_DEVICE or the best discrete GPU)")
+	fs.BoolVar(&f.noSave, "no-save", false, "do not record the run in the results history")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic prompts")
+	fs.IntVar(&f.ctxLength, "ctx", 0, "context to load the model with (default: enough for the tests)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if f.gpu && f.cpu {
+		return fmt.Errorf("--gpu and --cpu exclude each other: %w", errUsage)
+	}
+	if f.reps < 1 || f.nPrompt < 0 || f.nGen < 0 || f.nPrompt+f.nGen == 0 {
+		return fmt.Errorf("need -r >= 1 and -p or -n > 0: %w", errUsage)
+	}
+	if !validFormat(f.output) {
+		return fmt.Errorf("unknown -o %q (want one of %s): %w", f.output, strings.Join(bench.Formats, ", "), errUsage)
+	}
+	if f.device < 0 && config.Device.Set() {
+		f.device = config.Device.Int()
+	}
+
+	backend := engine.BackendAuto
+	switch {
+	case f.gpu:
+		backend = engine.BackendGPU
+	case f.cpu:
+		backend = engine.BackendCPU
+	}
+	ctxLen := f.ctxLength
+	if ctxLen == 0 {
+		ctxLen = max(f.nPrompt, f.nGen) + 16
+	}
+	e, err := engine.Load(ctx, engine.LoadOptions{Path: f.model, Backend: backend, Context: ctxLen, Threads: f.threads, DeviceIndex: f.device})
+	if err != nil {
+		return fmt.Errorf("load model for bench: %w", err)
+	}
+	info := e.Info()
+	meta := describeBenchTarget(info, f)
+
+	progress := newProgressBar(os.Stderr)
+	started := time.Now()
+	records, runErr := bench.Run(ctx, e.Runner(), bench.Config{NPrompt: f.nPrompt, NGen: f.nGen, Reps: f.reps, VocabSize: info.VocabSize, Seed: f.seed}, progress.update)
+	progress.finish()
+	_ = e.Close()
+	for i := range records {
+		fillRecord(&records[i], meta)
+	}
+
+	if !f.noSave {
+		saveBenchRecords(records, meta, f, runErr, started)
+	}
+	if runErr != nil {
+		if len(records) > 0 {
+			_ = bench.Write(os.Stdout, f.output, records)
+		}
+		if errors.Is(runErr, bench.ErrCancelled) {
+			return fmt.Errorf("bench cancelled after %d finished test(s); the cancelled run is recorded as such", len(records))
+		}
+		return fmt.Errorf("bench %s: %w", info.Name, runErr)
+	}
+	if f.ref == "" {
+		return bench.Write(os.Stdout, f.output, records)
+	}
+	peer, err := runReference(ctx, f, meta)
+	if err != nil {
+		_ = bench.Write(os.Stdout, f.output, records)
+		return fmt.Errorf("reference run: %w", err)
+	}
+	if !f.noSave {
+		saveBenchRecords(peer, benchTarget{}, f, nil, started)
+	}
+	if err := bench.Write(os.Stdout, f.output, append(append([]bench.Record{}, records...), peer...)); err != nil {
+		return err
+	}
+	printRatios(os.Stdout, records, peer)
+	return nil
+}
+
+func validFormat(s string) bool {
+	for _, f := range bench.Formats {
+		if f == s {
+			return true
+		}
+	}
+	return false
+}
+
+// benchTarget is what the run was measured on: model, device and machine.
+type benchTarget struct {
+	info      engine.ModelInfo
+	modelPath string
+	modelSHA  string
+	modelType string
+	backend   string // "Vulkan", "CPU"
+	gpu       *vulkan.DeviceInfo
+	machine   store.Machine
+	threads   int
+	commit    string
+}
+
+func describeBenchTarget(info engine.ModelInfo, f benchFlags) benchTarget {
+	t := benchTarget{info: info, modelPath: info.Path, machine: store.LocalMachine(), commit: buildCommit()}
+	if t.modelPath == "" {
+		t.modelPath = "embedded:" + info.Name
+	}
+	t.modelType = fmt.Sprintf("%s %s %s", info.Arch, sizeLabel(info.Params), info.Quant)
+	t.backend = "CPU"
+	if info.Backend == "vulkan" {
+		t.backend = "Vulkan"
+		if devs, err := vulkan.Devices(); err == nil {
+			if d, err := vulkan.ChooseDevice(devs, f.device); err == nil {
+				t.gpu = &d
+			}
+		}
+	}
+	t.threads = f.threads
+	if t.threads <= 0 {
+		t.threads = config.Threads.Int()
+	}
+	if t.threads <= 0 {
+		t.threads = runtime.NumCPU()
+	}
+	if info.Path != "" {
+		sum, err := fileSHA256(info.Path)
+		if err != nil {
+			slog.Warn("model checksum unavailable", "path", info.Path, "err", err)
+		}
+		t.modelSHA = sum
+	}
+	return t
+}
+
+// sizeLabel is the "7B"-style size llama-bench puts in model_type.
+func sizeLabel(params int64) string {
+	switch {
+	case params >= 1e9:
+		return fmt.Sprintf("%.0fB", float64(params)/1e9)
+	case params >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(params)/1e6)
+	default:
+		return fmt.Sprintf("%.0fK", float64(params)/1e3)
+	}
+}
+
+func fillRecord(r *bench.Record, t benchTarget) {
+	r.BuildCommit = t.commit
+	r.CPUInfo = t.machine.CPU
+	if t.gpu != nil {
+		r.GPUInfo = t.gpu.Name
+	}
+	r.Backends = t.backend
+	r.ModelFile = t.modelPath
+	r.ModelType = t.modelType
+	r.ModelSize = t.info.FileSize
+	r.ModelParams = t.info.Params
+	r.NBatch, r.NUBatch = 512, 512
+	r.NThreads = t.threads
+	r.Placement = t.info.Placement
+	if r.Placement == "" {
+		r.Placement = "cpu"
+	}
+	if t.backend == "Vulkan" {
+		r.NGPULayers = t.info.Layers + 1
+	}
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// storeRun turns a record into the history row with the full context of the run.
+func storeRun(r bench.Record, t benchTarget, status, errText string) store.BenchRun {
+	run := store.BenchRun{
+		Source: r.Tool, Status: status, Error: errText,
+		Backend: strings.ToLower(r.Backends), GPUName: r.GPUInfo, CPU: r.CPUInfo, Threads: r.NThreads,
+		EngineVersion: version, EngineCommit: r.BuildCommit,
+		ModelFile: r.ModelFile, ModelType: r.ModelType, ModelParams: r.ModelParams, ModelSize: r.ModelSize,
+		Placement: r.Placement, Test: r.TestName(), NPrompt: r.NPrompt, NGen: r.NGen, Reps: r.Reps, Warmup: r.Warmup,
+		AvgNs: r.AvgNs, StddevNs: r.StddevNs, AvgTS: r.AvgTs, StddevTS: r.StddevTs, TTFTNs: int64(r.TTFTMs * 1e6),
+	}
+	if ts, err := time.Parse(time.RFC3339, r.TestTime); err == nil {
+		run.CreatedAtMs = ts.UnixMilli()
+	}
+	if r.Tool == "vkllm" {
+		run.Hostname, run.OS, run.Kernel, run.RAMBytes = t.machine.Hostname, t.machine.OS, t.machine.Kernel, t.machine.RAMBytes
+		run.ModelSHA256, run.ModelArch, run.ModelQuant = t.modelSHA, t.info.Arch, t.info.Quant
+		run.Context = t.info.Context
+		run.PlanVerdict = t.info.Placement
+		if t.gpu != nil {
+			run.GPUKey, run.GPUVendorID, run.GPUDeviceID, run.GPUUUID = t.gpu.Key(), t.gpu.VendorID, t.gpu.DeviceID, t.gpu.UUID
+			run.DriverName, run.DriverVersion, run.VulkanAPI = t.gpu.DriverName, t.gpu.DriverInfo, t.gpu.APIVersion
+		}
+	}
+	for i, ns := range r.SamplesNs {
+		s := store.BenchSample{Rep: i + 1, Ns: ns}
+		if i < len(r.SamplesTs) {
+			s.TokensPerSec = r.SamplesTs[i]
+		}
+		run.Samples = append(run.Samples, s)
+	}
+	return run
+}
+
+// saveBenchRecords writes finished tests as ok rows and, when the run failed or was cancelled, one
+// row for the test that did not finish. A store that cannot be opened loses nothing already
+// printed: it warns with the reason and the results still go to stdout.
+func saveBenchRecords(records []bench.Record, t benchTarget, f benchFlags, runErr error, started time.Time) {
+	st, err := store.Open("")
+	if err != nil {
+		slog.Warn("bench results not saved to history", "err", err)
+		return
+	}
+	defer st.Close()
+	ctx := context.Background()
+	for _, r := range records {
+		if _, err := st.SaveBenchRun(ctx, storeRun(r, t, store.BenchOK, "")); err != nil {
+			slog.Warn("bench result not saved", "test", r.TestName(), "err", err)
+		}
+	}
+	if runErr == nil {
+		return
+	}
+	status := store.BenchFailed
+	if errors.Is(runErr, bench.ErrCancelled) {
+		status = store.BenchCancelled
+	}
+	unfinished := bench.Record{Tool: "vkllm", TestTime: started.UTC().Format(time.RFC3339), Reps: f.reps, Warmup: 1}
+	if len(records) == 0 && f.nPrompt > 0 {
+		unfinished.NPrompt = f.nPrompt
+	} else {
+		unfinished.NGen = f.nGen
+	}
+	fillRecord(&unfinished, t)
+	if _, err := st.SaveBenchRun(ctx, storeRun(unfinished, t, status, runErr.Error())); err != nil {
+		slog.Warn("unfinished bench run not saved", "err", err)
+	}
+}
+
+// runReference runs a llama-bench binary on the same model with matching flags and parses its
+// JSON. Our model is already freed, so both runs get the whole device.
+func runReference(ctx context.Context, f benchFlags, t benchTarget) ([]bench.Record, error) {
+	if f.model == "" {
+		return nil, fmt.Errorf("--ref needs -m FILE: llama-bench cannot open the embedded model")
+	}
+	abs, err := filepath.Abs(f.model)
+	if err != nil {
+		return nil, fmt.Errorf("resolve model path: %w", err)
+	}
+	ngl := "0"
+	if t.backend == "Vulkan" {
+		ngl = "99"
+	}
+	args := []string{"-m", abs, "-p", fmt.Sprint(f.nPrompt), "-n", fmt.Sprint(f.nGen), "-r", fmt.Sprint(f.reps), "-ngl", ngl, "-o", "json"}
+	if f.threads > 0 {
+		args = append(args, "-t", fmt.Sprint(f.threads))
+	}
+	slog.Info("running reference", "binary", f.ref, "args", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, f.ref, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w (is it llama-bench, and does it open %s?)", f.ref, err, abs)
+	}
+	recs, err := bench.ParseLlamaBench(strings.NewReader(string(out)))
+	if err != nil {
+		return nil, fmt.Errorf("read %s output: %w", f.ref, err)
+	}
+	for i := range recs {
+		if recs[i].Placement == "" {
+			recs[i].Placement = "ngl " + ngl
+		}
+	}
+	return recs, nil
+}
+
+// printRatios prints our rate over the reference's for each test both ran.
+func printRatios(w io.Writer, ours, ref []bench.Record) {
+	peer := map[string]bench.Record{}
+	for _, r := range ref {
+		peer[r.TestName()] = r
+	}
+	fmt.Fprintln(w)
+	for _, r := range ours {
+		p, ok := peer[r.TestName()]
+		if !ok || p.AvgTs == 0 {
+			fmt.Fprintf(w, "%s: no llama-bench row to compare\n", r.TestName())
+			continue
+		}
+		fmt.Fprintf(w, "%s: vkllm %.2f t/s vs llama-bench %.2f t/s = %.2fx\n", r.TestName(), r.AvgTs, p.AvgTs, r.AvgTs/p.AvgTs)
+	}
+}
+
+// progressBar draws a one-line bar on a terminal and logs plain lines elsewhere.
+type progressBar struct {
+	w        io.Writer
+	terminal bool
+	last     time.Time
+}
+
+func newProgressBar(w *os.File) *progressBar {
+	fi, err := w.Stat()
+	return &progressBar{w: w, terminal: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+}
+
+func (p *progressBar) update(ev bench.Progress) {
+	if ev.Phase == bench.PhaseDone {
+		return
+	}
+	label := fmt.Sprintf("rep %d/%d", ev.Rep, ev.Reps)
+	if ev.Phase == bench.PhaseWarmup {
+		label = "warm-up"
+	}
+	if !p.terminal {
+		slog.Info("bench", "test", ev.Test, "step", label, "t/s", fmt.Sprintf("%.2f", ev.TokensPS))
+		return
+	}
+	const width = 30
+	done := width * ev.Step / max(ev.Steps, 1)
+	fmt.Fprintf(p.w, "\r[%s%s] %3d%% %-6s %-9s %10.2f t/s", strings.Repeat("#", done), strings.Repeat(".", width-done),
+		100*ev.Step/max(ev.Steps, 1), ev.Test, label, ev.TokensPS)
+}
+
+func (p *progressBar) finish() {
+	if p.terminal {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

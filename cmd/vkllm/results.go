@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/vkllm/vkllm/engine/bench"
+	"github.com/vkllm/vkllm/store"
+)
+
+func init() {
+	register("results", "list or export benchmark history (results import FILE adds llama-bench JSON/JSONL)", runResults)
+}
+
+func runResults(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "import" {
+		return runResultsImport(ctx, args[1:])
+	}
+	fs := flag.NewFlagSet("results", flag.ContinueOnError)
+	gpu := fs.String("gpu", "", "only runs on this GPU (name substring or device key)")
+	model := fs.String("model", "", "only runs of this model (file name substring or sha256 prefix)")
+	output := fs.String("o", "table", "output: table, "+strings.Join(bench.Formats, ", "))
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *output != "table" && !validFormat(*output) {
+		return fmt.Errorf("unknown -o %q: %w", *output, errUsage)
+	}
+	st, err := store.Open("")
+	if err != nil {
+		return fmt.Errorf("open results history: %w", err)
+	}
+	defer st.Close()
+	runs, err := st.ListBenchRuns(ctx, store.BenchFilter{GPU: *gpu, Model: *model})
+	if err != nil {
+		return err
+	}
+	if *output != "table" {
+		records := make([]bench.Record, 0, len(runs))
+		for _, r := range runs {
+			records = append(records, recordFromRun(r))
+		}
+		return bench.Write(os.Stdout, *output, records)
+	}
+	if len(runs) == 0 {
+		fmt.Println("no benchmark runs recorded yet: run `vkllm bench` (or `vkllm results import llama-bench.json`)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "id\twhen\tsource\tstatus\tgpu\tbackend\tplacement\tmodel\ttest\tt/s\tttft ms\t")
+	for _, r := range runs {
+		when := time.UnixMilli(r.CreatedAtMs).Local().Format("2006-01-02 15:04")
+		gpuName := r.GPUName
+		if gpuName == "" {
+			gpuName = "-"
+		}
+		rate := fmt.Sprintf("%.2f ± %.2f", r.AvgTS, r.StddevTS)
+		if r.Status != store.BenchOK {
+			rate = r.Status
+		}
+		ttft := "-"
+		if r.TTFTNs > 0 {
+			ttft = fmt.Sprintf("%.1f", float64(r.TTFTNs)/1e6)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.ID, when, r.Source, r.Status, gpuName, r.Backend,
+			r.Placement, shortModel(r.ModelFile), r.Test, rate, ttft)
+	}
+	return tw.Flush()
+}
+
+func shortModel(path string) string {
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+// recordFromRun maps a history row back to llama-bench's field names for export.
+func recordFromRun(r store.BenchRun) bench.Record {
+	rec := bench.Record{
+		BuildCommit: r.EngineCommit, CPUInfo: r.CPU, GPUInfo: r.GPUName, Backends: r.Backend, ModelFile: r.ModelFile,
+		ModelType: r.ModelType, ModelSize: r.ModelSize, ModelParams: r.ModelParams, NThreads: r.Threads,
+		NPrompt: r.NPrompt, NGen: r.NGen, TestTime: time.UnixMilli(r.CreatedAtMs).UTC().Format(time.RFC3339),
+		Tool: r.Source, Placement: r.Placement, TTFTMs: float64(r.TTFTNs) / 1e6, Reps: r.Reps, Warmup: r.Warmup,
+		TypeK: "f16", TypeV: "f16",
+	}
+	rec.AvgNs, rec.StddevNs, rec.AvgTs, rec.StddevTs = r.AvgNs, r.StddevNs, r.AvgTS, r.StddevTS
+	for _, s := range r.Samples {
+		rec.SamplesNs = append(rec.SamplesNs, s.Ns)
+		rec.SamplesTs = append(rec.SamplesTs, s.TokensPerSec)
+	}
+	return rec
+}
+
+func runResultsImport(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("results import", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("results import takes one file of `llama-bench -o json` or `-o jsonl` output: %w", errUsage)
+	}
+	path := fs.Arg(0)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	records, err := bench.ParseLlamaBench(f)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", path, err)
+	}
+	st, err := store.Open("")
+	if err != nil {
+		return fmt.Errorf("open results history: %w", err)
+	}
+	defer st.Close()
+	for _, r := range records {
+		run := storeRun(r, benchTarget{}, store.BenchOK, "")
+		if _, err := st.SaveBenchRun(ctx, run); err != nil {
+			return fmt.Errorf("import %s: %w", path, err)
+		}
+	}
+	fmt.Printf("imported %d llama-bench row(s) from %s\n", len(records), path)
+	return nil
+}
