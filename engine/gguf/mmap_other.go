@@ -1,0 +1,14 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package gguf
+
+import "os"
+
+// mapFile reads the whole file into memory on platforms without the mmap path.
+func mapFile(path string) (data []byte, unmap func() error, err error) {
+	data, err = os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, func() error { return nil }, nil
+}
