@@ -1,0 +1,133 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/vkllm/vkllm/engine"
+)
+
+// ModelService tells which model the engine has loaded and opens another GGUF file.
+type ModelService struct {
+	ctx    context.Context
+	engine Engine
+	emit   Emitter
+}
+
+// NewModelService returns the model service.
+func NewModelService(ctx context.Context, eng Engine, em Emitter) *ModelService {
+	return &ModelService{ctx: ctx, engine: eng, emit: em}
+}
+
+// Current returns the loaded model: name, architecture, size, context and placement.
+func (s *ModelService) Current() (engine.ModelInfo, error) {
+	info, err := s.engine.Model(s.ctx)
+	if err != nil {
+		return engine.ModelInfo{}, fmt.Errorf("ask the engine for its model: %w", err)
+	}
+	return info, nil
+}
+
+// Open loads the GGUF file at path in place of the current model and announces it as an
+// engine:event of kind "model".
+func (s *ModelService) Open(path string) (engine.ModelInfo, error) {
+	path = strings.TrimSpace(path)
+	if path == "" {
+		return engine.ModelInfo{}, errors.New("open model: no path given; enter the path of a .gguf file")
+	}
+	info, err := s.engine.LoadModel(s.ctx, path)
+	if err != nil {
+		return engine.ModelInfo{}, fmt.Errorf("open model %q: %w", path, err)
+	}
+	s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &info, AtMs: nowMs()})
+	return info, nil
+}
+
+// DevicesService lists the Vulkan devices and the CPU the engine can run on.
+type DevicesService struct {
+	ctx    context.Context
+	engine Engine
+}
+
+// NewDevicesService returns the devices service.
+func NewDevicesService(ctx context.Context, eng Engine) *DevicesService {
+	return &DevicesService{ctx: ctx, engine: eng}
+}
+
+// List returns the engine's device report as JSON (the same document as `vkllm devices --json`).
+func (s *DevicesService) List() (json.RawMessage, error) {
+	raw, err := s.engine.Devices(s.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list devices: %w", err)
+	}
+	return raw, nil
+}
+
+// PlanService asks the engine where a model would be placed and why.
+type PlanService struct {
+	ctx    context.Context
+	engine Engine
+}
+
+// NewPlanService returns the plan service.
+func NewPlanService(ctx context.Context, eng Engine) *PlanService {
+	return &PlanService{ctx: ctx, engine: eng}
+}
+
+// Plan returns the resident plan for a model as JSON (the same document as `vkllm plan --json`).
+func (s *PlanService) Plan(req PlanRequest) (json.RawMessage, error) {
+	raw, err := s.engine.Plan(s.ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("plan model %q: %w", req.Model, err)
+	}
+	return raw, nil
+}
+
+// PinService lists, sets and clears the per-GPU VRAM pins the plan honours.
+type PinService struct {
+	ctx   context.Context
+	store PinStore
+}
+
+// NewPinService returns the pin service.
+func NewPinService(ctx context.Context, st PinStore) *PinService {
+	return &PinService{ctx: ctx, store: st}
+}
+
+// List returns every pin.
+func (s *PinService) List() ([]Pin, error) {
+	pins, err := s.store.ListPins(s.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list pins: %w", err)
+	}
+	if pins == nil {
+		pins = []Pin{}
+	}
+	return pins, nil
+}
+
+// Set pins the usable VRAM of one GPU (its key as `vkllm devices` shows it) to mb MiB.
+func (s *PinService) Set(deviceKey string, mb int) error {
+	deviceKey = strings.TrimSpace(deviceKey)
+	if deviceKey == "" {
+		return errors.New("set pin: no device key; pick a GPU from the device list")
+	}
+	if mb <= 0 {
+		return fmt.Errorf("set pin for %s: %d MiB is not a size; give a positive number of MiB", deviceKey, mb)
+	}
+	if err := s.store.SetPin(s.ctx, deviceKey, mb); err != nil {
+		return fmt.Errorf("set pin for %s: %w", deviceKey, err)
+	}
+	return nil
+}
+
+// Clear removes the pin of one GPU.
+func (s *PinService) Clear(deviceKey string) error {
+	if err := s.store.ClearPin(s.ctx, deviceKey); err != nil {
+		return fmt.Errorf("clear pin for %s: %w", deviceKey, err)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestPinServiceValidatesAndRoundTrips(t *testing.T) {
+	st := newMemStore()
+	svc := NewPinService(context.Background(), st)
+	bad := []struct {
+		key  string
+		mb   int
+		want string
+	}{
+		{"", 4096, "no device key"},
+		{"10de:2684:abcd", 0, "not a size"},
+		{"10de:2684:abcd", -5, "not a size"},
+	}
+	for _, b := range bad {
+		if err := svc.Set(b.key, b.mb); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("Set(%q, %d) = %v, want an error with %q", b.key, b.mb, err, b.want)
+		}
+	}
+	if err := svc.Set(" 10de:2684:abcd ", 12000); err != nil {
+		t.Fatal(err)
+	}
+	pins, _ := svc.List()
+	if len(pins) != 1 || pins[0] != (Pin{DeviceKey: "10de:2684:abcd", MB: 12000}) {
+		t.Fatalf("pins = %+v, want the one set", pins)
+	}
+	if err := svc.Clear("10de:2684:abcd"); err != nil {
+		t.Fatal(err)
+	}
+	if pins, _ := svc.List(); len(pins) != 0 || pins == nil {
+		t.Fatalf("pins after clear = %#v, want an empty list", pins)
+	}
+}
+
+func TestModelOpenLoadsAndAnnouncesTheModel(t *testing.T) {
+	eng := &fakeEngine{}
+	rec := &recorder{}
+	svc := NewModelService(context.Background(), eng, rec)
+	if _, err := svc.Open("  "); err == nil {
+		t.Fatal("empty path accepted")
+	}
+	info, err := svc.Open("/models/x.gguf")
+	if err != nil || info.Path != "/models/x.gguf" {
+		t.Fatalf("Open = %+v, %v", info, err)
+	}
+	if len(rec.events) != 1 || rec.events[0].name != EventEngine || rec.events[0].payload.(EngineEvent).Model.Path != "/models/x.gguf" {
+		t.Fatalf("events = %+v, want one engine:event with the model", rec.events)
+	}
+}
+
+func TestEngineEventsDropTheDomainPrefix(t *testing.T) {
+	rec := &recorder{}
+	EmitEngineEvent(rec, "engine:restarted", "exit status 137", 1700000000000)
+	ev := rec.events[0].payload.(EngineEvent)
+	if rec.events[0].name != EventEngine || ev.Kind != "restarted" || ev.Reason != "exit status 137" || ev.AtMs != 1700000000000 {
+		t.Fatalf("event = %s %+v", rec.events[0].name, ev)
+	}
+}
+
+func TestPlanAndDevicesPassTheEngineReportThrough(t *testing.T) {
+	eng := &fakeEngine{}
+	dev := 1
+	raw, err := NewPlanService(context.Background(), eng).Plan(PlanRequest{Model: "/m.gguf", Ctx: 4096, Device: &dev})
+	if err != nil || string(raw) != `{"ctx":4096,"path":"/m.gguf"}` {
+		t.Fatalf("Plan = %s, %v", raw, err)
+	}
+	raw, err = NewDevicesService(context.Background(), eng).List()
+	if err != nil || !strings.Contains(string(raw), `"fake"`) {
+		t.Fatalf("List = %s, %v", raw, err)
+	}
+}

@@ -1,0 +1,544 @@
+import "./style.css";
+import { connect } from "./transport";
+import type { ChatDelta, ChatEvent, Conversation, EngineEvent, Message, ModelInfo, Pin } from "./types";
+
+const api = connect();
+
+// h builds an element; text goes in as text nodes, never as HTML.
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string | null | undefined)[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  for (const c of children) if (c != null) el.append(c);
+  return el;
+}
+
+function errText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+// ---- state -------------------------------------------------------------------------------------
+
+const state = {
+  conversations: [] as Conversation[],
+  current: 0, // conversation id shown; 0 = a new chat not yet saved
+  messages: [] as Message[],
+  sending: false,
+  sendingConv: 0, // the conversation whose reply is generating (Stop targets it)
+  awaitingNew: false, // a first message was sent from a new chat; its conversation is being made
+  model: null as ModelInfo | null,
+  view: "chat" as "chat" | "model" | "pins" | "bench",
+};
+
+// ---- layout ------------------------------------------------------------------------------------
+
+const convList = h("nav", { class: "conv-list", id: "conversations" });
+const newChat = h("button", { class: "new-chat", id: "new-chat", type: "button" }, "+ New chat");
+const sidebar = h(
+  "aside",
+  { class: "sidebar" },
+  h("div", { class: "brand" }, h("span", { class: "logo" }, "vk"), h("span", {}, "vkllm")),
+  newChat,
+  convList,
+  h("div", { class: "sidebar-foot", id: "mode" }, api.mode === "wails" ? "desktop" : "browser mode"),
+);
+
+const modelBadge = h("div", { class: "model-badge", id: "model-badge" }, "loading model…");
+const tabs = h("div", { class: "tabs", role: "tablist" });
+const header = h("header", { class: "topbar" }, modelBadge, tabs);
+const notice = h("div", { class: "notice", id: "notice", hidden: "" });
+
+const messagesEl = h("div", { class: "messages", id: "messages" });
+const input = h("textarea", { id: "composer-input", rows: "1", placeholder: "Write a message… (Enter to send, Shift+Enter for a new line)" });
+const sendBtn = h("button", { id: "send", class: "primary", type: "submit" }, "Send");
+const stopBtn = h("button", { id: "stop", class: "ghost", type: "button", hidden: "" }, "Stop");
+const composer = h("form", { class: "composer", id: "composer" }, input, stopBtn, sendBtn);
+const chatView = h("section", { class: "view chat-view", id: "view-chat" }, messagesEl, composer);
+
+const modelView = h("section", { class: "view panel", id: "view-model", hidden: "" });
+const pinsView = h("section", { class: "view panel", id: "view-pins", hidden: "" });
+const benchView = h(
+  "section",
+  { class: "view panel", id: "view-bench", hidden: "" },
+  h("h2", {}, "Benchmark"),
+  h(
+    "p",
+    { class: "muted" },
+    "The one-click benchmark arrives in the app with its own issue: llama-bench-compatible pp512/tg128 runs " +
+      "with a history per GPU. Until then, run `vkllm bench` in a terminal; its results land in the same history.",
+  ),
+);
+
+const main = h("main", { class: "main" }, header, notice, chatView, modelView, pinsView, benchView);
+document.getElementById("app")!.append(h("div", { class: "shell" }, sidebar, main));
+
+const views = { chat: chatView, model: modelView, pins: pinsView, bench: benchView };
+const tabNames: [keyof typeof views, string][] = [
+  ["chat", "Chat"],
+  ["model", "Model & devices"],
+  ["pins", "Pins"],
+  ["bench", "Benchmark"],
+];
+for (const [key, label] of tabNames) {
+  const b = h("button", { type: "button", role: "tab", id: `tab-${key}`, "data-view": key }, label);
+  b.addEventListener("click", () => show(key));
+  tabs.append(b);
+}
+
+function show(view: typeof state.view) {
+  state.view = view;
+  for (const [key, el] of Object.entries(views)) el.hidden = key !== view;
+  for (const b of tabs.querySelectorAll("button")) b.classList.toggle("active", b.dataset.view === view);
+  if (view === "model") void renderModelView();
+  if (view === "pins") void renderPins();
+}
+
+// ---- notices -----------------------------------------------------------------------------------
+
+function showNotice(text: string, tone: "warn" | "error" | "info" = "warn") {
+  notice.replaceChildren(h("span", {}, text), closeButton());
+  notice.className = `notice ${tone}`;
+  notice.hidden = false;
+}
+
+function closeButton() {
+  const b = h("button", { type: "button", class: "close", "aria-label": "dismiss" }, "×");
+  b.addEventListener("click", () => (notice.hidden = true));
+  return b;
+}
+
+// ---- model header ------------------------------------------------------------------------------
+
+function formatParams(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(1)}B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(0)}K`;
+  return String(n);
+}
+
+function formatBytes(n: number): string {
+  if (n >= 1 << 30) return `${(n / (1 << 30)).toFixed(2)} GiB`;
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(1)} MiB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(0)} KiB`;
+  return `${n} B`;
+}
+
+function renderModelBadge() {
+  const m = state.model;
+  if (!m) return;
+  const placement = m.placement || m.backend || "";
+  const parts: Node[] = [
+    h("span", { class: "dot" }),
+    h("strong", { id: "model-name" }, m.name || "model"),
+    h("span", { class: "chip", id: "model-placement" }, placement),
+  ];
+  if (m.backend && m.backend !== placement) parts.push(h("span", { class: "chip" }, m.backend));
+  if (m.params) parts.push(h("span", { class: "muted" }, `${formatParams(m.params)} params`));
+  modelBadge.replaceChildren(...parts);
+}
+
+async function loadModel() {
+  try {
+    state.model = await api.call<ModelInfo>("ModelService", "Current");
+    renderModelBadge();
+  } catch (e) {
+    modelBadge.replaceChildren(h("span", { class: "dot off" }), h("span", {}, `engine not ready: ${errText(e)}`));
+  }
+}
+
+// ---- conversations -----------------------------------------------------------------------------
+
+async function loadConversations() {
+  try {
+    state.conversations = await api.call<Conversation[]>("ChatService", "ListConversations");
+  } catch (e) {
+    showNotice(`Could not list conversations: ${errText(e)}`, "error");
+  }
+  renderConversations();
+}
+
+function renderConversations() {
+  convList.replaceChildren(
+    ...state.conversations.map((c) => {
+      const del = h("button", { type: "button", class: "conv-del", title: "Delete conversation", "aria-label": "delete" }, "×");
+      del.addEventListener("click", (ev) => {
+        ev.stopPropagation();
+        void deleteConversation(c.id);
+      });
+      const item = h(
+        "div",
+        { class: "conv" + (c.id === state.current ? " active" : ""), "data-id": String(c.id), role: "button", tabindex: "0" },
+        h("span", { class: "conv-title" }, c.title),
+        del,
+      );
+      item.addEventListener("click", () => void openConversation(c.id));
+      return item;
+    }),
+  );
+}
+
+async function openConversation(id: number) {
+  state.current = id;
+  show("chat");
+  renderConversations();
+  try {
+    state.messages = id ? await api.call<Message[]>("ChatService", "Messages", id) : [];
+  } catch (e) {
+    showNotice(`Could not load the conversation: ${errText(e)}`, "error");
+    state.messages = [];
+  }
+  renderMessages();
+}
+
+async function deleteConversation(id: number) {
+  try {
+    await api.call("ChatService", "DeleteConversation", id);
+  } catch (e) {
+    showNotice(`Could not delete the conversation: ${errText(e)}`, "error");
+  }
+  if (state.current === id) await openConversation(0);
+  await loadConversations();
+}
+
+// ---- messages ----------------------------------------------------------------------------------
+
+function messageMeta(m: Message): HTMLElement | null {
+  if (m.role !== "assistant") return null;
+  const parts: string[] = [];
+  if (m.state === "streaming") parts.push("generating…");
+  if (m.state !== "streaming" && m.tokensPerSec > 0) parts.push(`${m.tokensPerSec.toFixed(1)} tok/s`);
+  if (m.state !== "streaming" && m.ttftMs >= 0 && m.content) parts.push(`TTFT ${m.ttftMs} ms`);
+  if (m.model) parts.push(m.model);
+  const meta = h("div", { class: "meta" }, parts.join(" · "));
+  if (m.state === "interrupted") meta.prepend(h("span", { class: "badge warn" }, "interrupted"), " ");
+  if (m.state === "error") meta.prepend(h("span", { class: "badge error" }, "error"), " ");
+  return meta;
+}
+
+function messageNode(m: Message): HTMLElement {
+  return h(
+    "div",
+    { class: `msg ${m.role}`, "data-id": String(m.id), "data-state": m.state },
+    h("div", { class: "bubble" }, m.content || (m.state === "streaming" ? "" : "(no text)")),
+    messageMeta(m),
+  );
+}
+
+function renderMessages() {
+  if (state.messages.length === 0) {
+    messagesEl.replaceChildren(
+      h(
+        "div",
+        { class: "empty" },
+        h("h1", {}, "What should the model write?"),
+        h("p", { class: "muted" }, "Replies stream from the local engine. The default model writes short children's stories — try “Once upon a time”."),
+      ),
+    );
+    return;
+  }
+  messagesEl.replaceChildren(...state.messages.map(messageNode));
+  messagesEl.scrollTop = messagesEl.scrollHeight;
+}
+
+function replaceMessage(m: Message) {
+  const i = state.messages.findIndex((x) => x.id === m.id);
+  if (i >= 0) state.messages[i] = m;
+  else state.messages.push(m);
+  const old = messagesEl.querySelector(`.msg[data-id="${m.id}"]`);
+  if (old) old.replaceWith(messageNode(m));
+  else renderMessages();
+  messagesEl.scrollTop = messagesEl.scrollHeight;
+}
+
+api.on("chat:event", (ev: ChatEvent) => {
+  if (ev.kind === "started") {
+    if (state.sending && state.sendingConv === 0) state.sendingConv = ev.conversationId;
+    if (state.awaitingNew && ev.conversation) {
+      state.awaitingNew = false;
+      state.current = ev.conversationId;
+      void loadConversations();
+    }
+    if (ev.conversationId !== state.current) return;
+    if (ev.user) state.messages.push(ev.user);
+    state.messages.push(ev.assistant);
+    renderMessages();
+  } else if (ev.kind === "finished") {
+    if (ev.conversationId === state.current) replaceMessage(ev.assistant);
+  }
+});
+
+api.on("chat:delta", (d: ChatDelta) => {
+  if (d.conversationId !== state.current) return;
+  const m = state.messages.find((x) => x.id === d.messageId);
+  if (!m) return;
+  m.content += d.text;
+  const bubble = messagesEl.querySelector(`.msg[data-id="${d.messageId}"] .bubble`);
+  if (bubble) bubble.textContent = m.content;
+  messagesEl.scrollTop = messagesEl.scrollHeight;
+});
+
+api.on("engine:event", (ev: EngineEvent) => {
+  if (ev.kind === "restarted") showNotice(`Engine restarted: ${ev.reason || "unknown reason"}`);
+  if (ev.kind === "stopped") showNotice(`Engine stopped: ${ev.reason || "unknown reason"}`, "error");
+  if (ev.kind === "model" && ev.model) {
+    state.model = ev.model;
+    renderModelBadge();
+  }
+  if (ev.kind === "started" || ev.kind === "restarted") void loadModel();
+});
+
+function setSending(on: boolean) {
+  state.sending = on;
+  sendBtn.disabled = on;
+  stopBtn.hidden = !on;
+}
+
+async function send() {
+  const text = input.value.trim();
+  if (!text || state.sending) return;
+  input.value = "";
+  autosize();
+  setSending(true);
+  state.sendingConv = state.current;
+  state.awaitingNew = state.current === 0;
+  try {
+    const reply = await api.call<Message>("ChatService", "Send", state.current, text);
+    if (state.current === 0) await openConversation(reply.conversationId); // the started event was missed
+    else if (reply.conversationId === state.current) replaceMessage(reply);
+  } catch (e) {
+    showNotice(`The reply failed: ${errText(e)}`, "error");
+  } finally {
+    state.awaitingNew = false;
+    setSending(false);
+    await loadConversations();
+    input.focus();
+  }
+}
+
+function autosize() {
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight, 200)}px`;
+}
+
+composer.addEventListener("submit", (e) => {
+  e.preventDefault();
+  void send();
+});
+input.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey) {
+    e.preventDefault();
+    void send();
+  }
+});
+input.addEventListener("input", autosize);
+stopBtn.addEventListener("click", () => void api.call("ChatService", "Stop", state.sendingConv));
+newChat.addEventListener("click", () => {
+  void openConversation(0);
+  input.focus();
+});
+
+// ---- model & devices ---------------------------------------------------------------------------
+
+function row(label: string, value: string | number | null | undefined) {
+  return [h("dt", {}, label), h("dd", {}, value === undefined || value === null || value === "" ? "—" : String(value))];
+}
+
+async function renderModelView() {
+  const pathInput = h("input", { id: "model-path", type: "text", placeholder: "/path/to/model.gguf", spellcheck: "false" });
+  const openBtn = h("button", { type: "submit", class: "primary" }, "Open");
+  const form = h("form", { class: "inline-form" }, pathInput, openBtn);
+  const status = h("p", { class: "muted" });
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    openBtn.disabled = true;
+    status.textContent = "Loading…";
+    try {
+      state.model = await api.call<ModelInfo>("ModelService", "Open", pathInput.value);
+      renderModelBadge();
+      status.textContent = "";
+      void renderModelView();
+    } catch (err) {
+      status.textContent = errText(err);
+    } finally {
+      openBtn.disabled = false;
+    }
+  });
+
+  const m = state.model;
+  const facts = h("dl", { class: "facts" });
+  if (m) {
+    facts.append(
+      ...row("Name", m.name),
+      ...row("File", m.path || "embedded default model"),
+      ...row("Architecture", m.arch),
+      ...row("Parameters", m.params ? formatParams(m.params) : ""),
+      ...row("Size", m.file_size ? formatBytes(m.file_size) : ""),
+      ...row("Quantization", m.quant),
+      ...row("Layers × dim", m.layers ? `${m.layers} × ${m.dim}` : ""),
+      ...row("Context", m.context ? `${m.context} of ${m.context_length}` : m.context_length),
+      ...row("Backend", m.backend),
+      ...row("Placement", m.placement),
+      ...row("Chat template", m.has_chat_template ? "from the model" : "generic fallback"),
+    );
+  }
+  const devices = h("div", { class: "devices" }, h("p", { class: "muted" }, "Asking the engine for devices…"));
+  const plan = h("div", { class: "plan" });
+  modelView.replaceChildren(
+    h("h2", {}, "Model"),
+    facts,
+    h("h3", {}, "Open another GGUF file"),
+    form,
+    status,
+    h("h2", {}, "Resident plan"),
+    plan,
+    h("h2", {}, "Devices"),
+    devices,
+  );
+  void renderPlan(plan);
+  try {
+    const raw = await api.call<unknown>("DevicesService", "List");
+    devices.replaceChildren(...renderDevices(raw));
+  } catch (e) {
+    devices.replaceChildren(h("p", { class: "muted" }, `No device report: ${errText(e)}`));
+  }
+}
+
+interface DeviceInfo {
+  index: number;
+  name: string;
+  vendor_id: number;
+  device_id: number;
+  uuid: string;
+  type: string;
+  driver_name: string;
+  driver_info: string;
+  api_version: string;
+  heaps: { size: number; device_local: boolean; budget: number; usage: number }[] | null;
+  budget_reported: boolean;
+}
+
+interface DevicesReport {
+  vulkan: DeviceInfo[] | null;
+  vulkan_error?: string;
+  default?: number;
+  cpu: { model: string; cores: number };
+}
+
+const hex4 = (n: number) => n.toString(16).padStart(4, "0");
+
+// deviceKey is the stable per-GPU key pins are stored under (engine/vulkan DeviceInfo.Key).
+function deviceKey(d: DeviceInfo): string {
+  return `${hex4(d.vendor_id)}:${hex4(d.device_id)}:${d.uuid}`;
+}
+
+// renderDevices shows the engine's device report (GET /vkllm/devices): each Vulkan device with
+// its driver and heaps, the CPU, and the whole document for the curious.
+function renderDevices(raw: unknown): Node[] {
+  const r = raw as DevicesReport;
+  const cards: Node[] = [];
+  for (const d of r?.vulkan ?? []) {
+    const heaps = (d.heaps ?? [])
+      .map((hp) => {
+        let s = `${formatBytes(hp.size)}${hp.device_local ? " device-local" : ""}`;
+        if (d.budget_reported && hp.budget) s += ` (budget ${formatBytes(hp.budget)}, used ${formatBytes(hp.usage)})`;
+        return s;
+      })
+      .join(", ");
+    const pin = h("button", { type: "button", class: "ghost small" }, "Pin…");
+    pin.addEventListener("click", () => {
+      pinKeyPrefill = deviceKey(d);
+      show("pins");
+    });
+    cards.push(
+      h(
+        "div",
+        { class: "card device", "data-key": deviceKey(d) },
+        h("div", { class: "card-head" }, h("strong", {}, `${d.index}: ${d.name}`), r.default === d.index ? h("span", { class: "chip" }, "default") : h("span", {}), pin),
+        h("div", { class: "muted" }, [d.type, d.driver_name, d.driver_info, d.api_version && `Vulkan ${d.api_version}`].filter(Boolean).join(" · ")),
+        heaps ? h("div", { class: "muted" }, `heaps: ${heaps}${d.budget_reported ? "" : " · memory budget not reported"}`) : null,
+        h("code", {}, deviceKey(d)),
+      ),
+    );
+  }
+  if (r?.vulkan_error) cards.push(h("p", { class: "muted" }, `Vulkan: ${r.vulkan_error}`));
+  if (r?.cpu) cards.push(h("div", { class: "card" }, h("strong", {}, `CPU: ${r.cpu.model || "unknown"}`), h("div", { class: "muted" }, `${r.cpu.cores} cores`)));
+  if (cards.length === 0) cards.push(h("p", { class: "muted" }, "The engine reported no devices."));
+  const details = h("details", {}, h("summary", {}, "Full report"), h("pre", {}, JSON.stringify(raw, null, 2)));
+  return [...cards, details];
+}
+
+// renderPlan asks the engine where the loaded model goes and shows the verdict line.
+async function renderPlan(into: HTMLElement) {
+  into.replaceChildren(h("p", { class: "muted" }, "Planning…"));
+  try {
+    const p = await api.call<{ verdict?: { armed: boolean; text: string }; split?: { gpu_layers: number; layers: number } }>(
+      "PlanService",
+      "Plan",
+      { model: "", ctx: 0, ctx_strict: false, vram_mb: 0 },
+    );
+    const lines: Node[] = [];
+    if (p?.verdict) lines.push(h("p", { class: p.verdict.armed ? "verdict ok" : "verdict warn", id: "plan-verdict" }, p.verdict.text));
+    if (p?.split) lines.push(h("p", { class: "muted" }, `split: ${p.split.gpu_layers} of ${p.split.layers} layers on GPU`));
+    lines.push(h("details", {}, h("summary", {}, "Full plan"), h("pre", {}, JSON.stringify(p, null, 2))));
+    into.replaceChildren(...lines);
+  } catch (e) {
+    into.replaceChildren(h("p", { class: "muted" }, `No plan: ${errText(e)}`));
+  }
+}
+
+// ---- pins --------------------------------------------------------------------------------------
+
+let pinKeyPrefill = "";
+
+async function renderPins() {
+  const keyInput = h("input", { id: "pin-key", type: "text", placeholder: "device key (vvvv:dddd:uuid)", spellcheck: "false" });
+  keyInput.value = pinKeyPrefill;
+  pinKeyPrefill = "";
+  const mbInput = h("input", { id: "pin-mb", type: "number", min: "1", placeholder: "MiB" });
+  const setBtn = h("button", { type: "submit", class: "primary" }, "Pin");
+  const form = h("form", { class: "inline-form" }, keyInput, mbInput, setBtn);
+  const status = h("p", { class: "muted" });
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await api.call("PinService", "Set", keyInput.value, Number(mbInput.value));
+      void renderPins();
+    } catch (err) {
+      status.textContent = errText(err);
+    }
+  });
+  const table = h("table", { class: "pins" });
+  try {
+    const pins = await api.call<Pin[]>("PinService", "List");
+    if (pins.length === 0) table.append(h("tr", {}, h("td", { class: "muted" }, "No GPU is pinned: the plan uses the largest device-local heap minus headroom.")));
+    for (const p of pins) {
+      const clear = h("button", { type: "button", class: "ghost" }, "Clear");
+      clear.addEventListener("click", async () => {
+        await api.call("PinService", "Clear", p.deviceKey);
+        void renderPins();
+      });
+      table.append(h("tr", {}, h("td", {}, h("code", {}, p.deviceKey)), h("td", {}, `${p.mb} MiB`), h("td", {}, clear)));
+    }
+  } catch (e) {
+    table.append(h("tr", {}, h("td", {}, `Could not list pins: ${errText(e)}`)));
+  }
+  pinsView.replaceChildren(
+    h("h2", {}, "VRAM pins"),
+    h("p", { class: "muted" }, "A pin caps the memory the resident plan may use on one GPU. VKLLM_GPU_VRAM_MB overrides every pin."),
+    table,
+    h("h3", {}, "Pin a GPU"),
+    form,
+    status,
+  );
+}
+
+// ---- start -------------------------------------------------------------------------------------
+
+show("chat");
+renderMessages();
+void loadModel();
+void loadConversations();
+input.focus();

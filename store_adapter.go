@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+
+	"github.com/vkllm/vkllm/app"
+	"github.com/vkllm/vkllm/store"
+)
+
+// storeAdapter lets *store.Store serve as the app's ChatStore and PinStore. The app's types carry
+// the UI's JSON names; the fields are the same, so the conversions are plain.
+type storeAdapter struct{ st *store.Store }
+
+func (a storeAdapter) CreateConversation(ctx context.Context, title, model string) (app.Conversation, error) {
+	c, err := a.st.CreateConversation(ctx, title, model)
+	return app.Conversation(c), err
+}
+
+func (a storeAdapter) ListConversations(ctx context.Context) ([]app.Conversation, error) {
+	list, err := a.st.ListConversations(ctx)
+	out := make([]app.Conversation, len(list))
+	for i, c := range list {
+		out[i] = app.Conversation(c)
+	}
+	return out, err
+}
+
+func (a storeAdapter) DeleteConversation(ctx context.Context, id int64) error {
+	return a.st.DeleteConversation(ctx, id)
+}
+
+func (a storeAdapter) AddMessage(ctx context.Context, m app.Message) (app.Message, error) {
+	saved, err := a.st.AddMessage(ctx, store.Message(m))
+	return app.Message(saved), err
+}
+
+func (a storeAdapter) UpdateMessage(ctx context.Context, m app.Message) error {
+	return a.st.UpdateMessage(ctx, store.Message(m))
+}
+
+func (a storeAdapter) Messages(ctx context.Context, conversationID int64) ([]app.Message, error) {
+	list, err := a.st.Messages(ctx, conversationID)
+	out := make([]app.Message, len(list))
+	for i, m := range list {
+		out[i] = app.Message(m)
+	}
+	return out, err
+}
+
+func (a storeAdapter) SetPin(ctx context.Context, deviceKey string, mb int) error {
+	return a.st.SetPin(ctx, deviceKey, mb)
+}
+
+func (a storeAdapter) ListPins(ctx context.Context) ([]app.Pin, error) {
+	list, err := a.st.ListPins(ctx)
+	out := make([]app.Pin, len(list))
+	for i, p := range list {
+		out[i] = app.Pin{DeviceKey: p.DeviceKey, MB: p.MB}
+	}
+	return out, err
+}
+
+func (a storeAdapter) ClearPin(ctx context.Context, deviceKey string) error {
+	return a.st.ClearPin(ctx, deviceKey)
+}
