@@ -61,7 +61,8 @@ type GenerateRequest struct {
 }
 
 // Piece is one generated token as it streams out. Text may be empty while a multi-byte
-// character or a possible stop string is held back.
+// character or a possible stop string is held back. A last Piece with ID -1 releases text still
+// held back when the generation ends without a stop string.
 type Piece struct {
 	ID   int    `json:"id"`
 	Text string `json:"text"`
@@ -69,13 +70,13 @@ type Piece struct {
 
 // Timings of one generation.
 type Timings struct {
-	PromptTokens    int           `json:"prompt_tokens"`
+	PromptTokens    int           `json:"prompt_tokens"` // prompt tokens evaluated (a cached prefix is not)
 	GeneratedTokens int           `json:"generated_tokens"`
 	Prompt          time.Duration `json:"prompt_ns"`
 	Generation      time.Duration `json:"generation_ns"`
 	TimeToFirst     time.Duration `json:"ttft_ns"`
 	PromptPerSec    float64       `json:"prompt_tps"`
-	GenPerSec       float64       `json:"gen_tps"`
+	GenPerSec       float64       `json:"gen_tps"` // decode steps (generated tokens after the first) per second
 }
 
 // StopReason says why a generation ended.

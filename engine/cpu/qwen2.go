@@ -1,0 +1,18 @@
+package cpu
+
+// forwardQwen2 is llama's block with biases added to the Q, K and V projections (and NEOX RoPE,
+// chosen at load).
+func (r *Runner) forwardQwen2(n, pos int) {
+	h := r.h
+	for li := range r.m.Layers {
+		l := &r.m.Layers[li]
+		r.norm(r.xb, r.x, l.AttnNorm, n)
+		r.qkv(l, n)
+		addBias(r.q[:n*h.QDim()], l.QBias.Values)
+		addBias(r.k[:n*h.KDim()], l.KBias.Values)
+		addBias(r.v[:n*h.VDim()], l.VBias.Values)
+		r.ropeQK(n, pos)
+		r.attention(li, l, n, pos)
+		r.ffn(l, n)
+	}
+}

@@ -1,0 +1,310 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vkllm/vkllm/engine/chat"
+	"github.com/vkllm/vkllm/engine/sample"
+)
+
+// prefillChunk is how many prompt tokens are evaluated between cancellation checks.
+const prefillChunk = 256
+
+// Tokenize returns the token ids of text. Special tokens written in text (e.g. "<|im_start|>")
+// are parsed as such; addSpecial adds BOS/EOS as the model's metadata says.
+func (e *Engine) Tokenize(text string, addSpecial bool) ([]int, error) {
+	if e.tok == nil {
+		return nil, errors.New("tokenize: the engine is closed")
+	}
+	return e.tok.Encode(text, addSpecial, true), nil
+}
+
+// Detokenize returns the text of ids.
+func (e *Engine) Detokenize(ids []int) string { return e.tok.Decode(ids) }
+
+// RenderChat renders messages with the model's chat template (or a plain fallback when the
+// model has none, or its template fails on these messages), ending with the assistant's turn
+// opened.
+func (e *Engine) RenderChat(msgs []Message) (string, error) {
+	cm := make([]chat.Message, len(msgs))
+	for i, m := range msgs {
+		cm[i] = chat.Message{Role: m.Role, Content: m.Content}
+	}
+	if e.template == "" {
+		return chat.Fallback(cm, true), nil
+	}
+	bos, eos := "", ""
+	if id := e.tok.BOS(); id >= 0 {
+		bos = e.tok.Token(id)
+	}
+	if id := e.tok.EOS(); id >= 0 {
+		eos = e.tok.Token(id)
+	}
+	s, err := chat.Render(e.template, cm, true, bos, eos)
+	if err != nil {
+		slog.Warn("chat template failed; using the plain fallback format", "model", e.info.Name, "err", err)
+		return chat.Fallback(cm, true), nil
+	}
+	return s, nil
+}
+
+// promptTokens tokenizes the request: the raw prompt with BOS as the model says, or the
+// messages rendered with the chat template.
+func (e *Engine) promptTokens(req GenerateRequest) ([]int, error) {
+	if req.Prompt != "" || len(req.Messages) == 0 {
+		if req.Prompt == "" {
+			return nil, errors.New("empty request: give a prompt or messages")
+		}
+		return e.tok.Encode(req.Prompt, true, true), nil
+	}
+	text, err := e.RenderChat(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	ids := e.tok.Encode(text, true, true)
+	// Templates usually write the BOS token themselves: do not start with two of them.
+	if bos := e.tok.BOS(); len(ids) >= 2 && bos >= 0 && ids[0] == bos && ids[1] == bos {
+		ids = ids[1:]
+	}
+	// An add_eos_token model would close the prompt; the assistant's turn must stay open.
+	if eos := e.tok.EOS(); len(ids) >= 2 && eos >= 0 && ids[len(ids)-1] == eos && !strings.HasSuffix(text, e.tok.Token(eos)) {
+		ids = ids[:len(ids)-1]
+	}
+	return ids, nil
+}
+
+// Generate runs one completion or chat request, calling onPiece (which may be nil) for every
+// generated token as it is produced. Text is held back while it could be the start of a stop
+// string or ends inside a UTF-8 character; a final Piece with ID -1 releases held-back text when
+// the generation ends without a stop string. Cancelling ctx ends the generation with
+// Stop == StopCancelled and no error; an error from onPiece ends it and is returned with the
+// partial Result.
+func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func(Piece) error) (Result, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.runner == nil {
+		return Result{}, errors.New("generate: the engine is closed")
+	}
+	start := time.Now()
+	prompt, err := e.promptTokens(req)
+	if err != nil {
+		return Result{}, fmt.Errorf("generate: %w", err)
+	}
+	res := Result{PromptTokens: prompt}
+	nctx := e.info.Context
+	if len(prompt) == 0 {
+		return res, errors.New("generate: the prompt has no tokens")
+	}
+	if len(prompt) >= nctx {
+		return res, fmt.Errorf("generate: the prompt has %d tokens but the context holds %d; shorten it or load with a larger context (--ctx)", len(prompt), nctx)
+	}
+	if onPiece == nil {
+		onPiece = func(Piece) error { return nil }
+	}
+
+	// Prefill, reusing the cached prefix of a previous request (multi-turn chat).
+	reuse := commonPrefix(e.cached, prompt)
+	if reuse == len(prompt) {
+		reuse-- // the last prompt token must be evaluated for its logits
+	}
+	e.cached = e.cached[:reuse]
+	var logits []float32
+	for pos := reuse; pos < len(prompt); pos += prefillChunk {
+		if ctx.Err() != nil {
+			res.Stop = StopCancelled
+			return res, nil
+		}
+		chunk := prompt[pos:min(pos+prefillChunk, len(prompt))]
+		if logits, err = e.runner.Eval(chunk, pos, false); err != nil {
+			return res, fmt.Errorf("generate: evaluate prompt: %w", err)
+		}
+		e.cached = append(e.cached, chunk...)
+	}
+	promptDone := time.Now()
+	res.Timings.PromptTokens = len(prompt) - reuse
+	res.Timings.Prompt = promptDone.Sub(start)
+
+	sampler := sample.New(req.Sampling)
+	sampler.Accept(prompt...)
+	out := newStream(req.Stop)
+	var text strings.Builder
+	var firstAt, lastAt time.Time
+	emit := func(p Piece) error {
+		text.WriteString(p.Text)
+		return onPiece(p)
+	}
+	pos := len(prompt)
+	for {
+		id := sampler.Sample(logits)
+		lastAt = time.Now()
+		if firstAt.IsZero() {
+			firstAt = lastAt
+			res.Timings.TimeToFirst = firstAt.Sub(start)
+		}
+		if id < 0 {
+			return res, errors.New("generate: the model produced no valid logits")
+		}
+		if e.tok.IsEOG(id) {
+			res.Stop = StopEOS
+			break
+		}
+		sampler.Accept(id)
+		res.Generated = append(res.Generated, id)
+		piece, stopped := out.push(e.tok.Piece(id))
+		if err := emit(Piece{ID: id, Text: piece}); err != nil {
+			res.Text = text.String()
+			e.finishTimings(&res, firstAt, lastAt)
+			return res, fmt.Errorf("generate: %w", err)
+		}
+		if stopped {
+			res.Stop = StopString
+			break
+		}
+		if (req.MaxTokens > 0 && len(res.Generated) >= req.MaxTokens) || pos >= nctx {
+			res.Stop = StopLength
+			break
+		}
+		if ctx.Err() != nil {
+			res.Stop = StopCancelled
+			break
+		}
+		if logits, err = e.runner.Eval([]int{id}, pos, false); err != nil {
+			res.Text = text.String()
+			e.finishTimings(&res, firstAt, lastAt)
+			return res, fmt.Errorf("generate: evaluate token %d at position %d: %w", id, pos, err)
+		}
+		e.cached = append(e.cached, id)
+		pos++
+	}
+	if rest := out.flush(); rest != "" && res.Stop != StopString {
+		if err := emit(Piece{ID: -1, Text: rest}); err != nil {
+			res.Text = text.String()
+			e.finishTimings(&res, firstAt, lastAt)
+			return res, fmt.Errorf("generate: %w", err)
+		}
+	}
+	res.Text = text.String()
+	e.finishTimings(&res, firstAt, lastAt)
+	return res, nil
+}
+
+func (e *Engine) finishTimings(res *Result, firstAt, lastAt time.Time) {
+	t := &res.Timings
+	t.GeneratedTokens = len(res.Generated)
+	if t.Prompt > 0 {
+		t.PromptPerSec = float64(t.PromptTokens) / t.Prompt.Seconds()
+	}
+	if !firstAt.IsZero() {
+		t.Generation = lastAt.Sub(firstAt)
+	}
+	// the first token comes from the prompt's logits; each later one cost one decode step
+	if steps := t.GeneratedTokens - 1; steps > 0 && t.Generation > 0 {
+		t.GenPerSec = float64(steps) / t.Generation.Seconds()
+	}
+}
+
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// stream turns token bytes into text that is safe to show: it holds back an incomplete UTF-8
+// sequence at the end and any tail that could be the start of a stop string, and finds stop
+// strings across token boundaries.
+type stream struct {
+	stops   []string
+	pending []byte
+}
+
+func newStream(stops []string) *stream {
+	s := &stream{}
+	for _, st := range stops {
+		if st != "" {
+			s.stops = append(s.stops, st)
+		}
+	}
+	return s
+}
+
+// push adds one token's bytes and returns the text that can be released now. stopped reports
+// that a stop string was found: the returned text is everything before it and the rest is
+// dropped.
+func (s *stream) push(b []byte) (text string, stopped bool) {
+	s.pending = append(s.pending, b...)
+	if i := s.firstStop(); i >= 0 {
+		text = string(s.pending[:i])
+		s.pending = s.pending[:0]
+		return text, true
+	}
+	n := min(utf8Complete(s.pending), len(s.pending)-s.stopPrefixLen())
+	text = string(s.pending[:n])
+	s.pending = append(s.pending[:0], s.pending[n:]...)
+	return text, false
+}
+
+// flush releases whatever is held back.
+func (s *stream) flush() string {
+	t := string(s.pending)
+	s.pending = s.pending[:0]
+	return t
+}
+
+// firstStop returns the byte offset of the earliest stop string in pending, or -1.
+func (s *stream) firstStop() int {
+	best := -1
+	for _, st := range s.stops {
+		if i := strings.Index(string(s.pending), st); i >= 0 && (best < 0 || i < best) {
+			best = i
+		}
+	}
+	return best
+}
+
+// stopPrefixLen is the length of the longest tail of pending that is a proper prefix of a stop
+// string.
+func (s *stream) stopPrefixLen() int {
+	longest := 0
+	for _, st := range s.stops {
+		for n := min(len(st)-1, len(s.pending)); n > longest; n-- {
+			if string(s.pending[len(s.pending)-n:]) == st[:n] {
+				longest = n
+				break
+			}
+		}
+	}
+	return longest
+}
+
+// utf8Complete returns the length of b without a trailing incomplete UTF-8 sequence. Invalid
+// bytes are not held (they will never complete).
+func utf8Complete(b []byte) int {
+	// look back at most 3 bytes for the start of a multi-byte sequence
+	for i := len(b) - 1; i >= 0 && i >= len(b)-3; i-- {
+		c := b[i]
+		if c < 0x80 {
+			return len(b) // ASCII: everything before is complete or invalid
+		}
+		if c >= 0xC0 { // a leading byte
+			need := 2
+			if c >= 0xF0 {
+				need = 4
+			} else if c >= 0xE0 {
+				need = 3
+			}
+			if len(b)-i < need && utf8.FullRune(b[i:]) == false {
+				return i
+			}
+			return len(b)
+		}
+	}
+	return len(b)
+}

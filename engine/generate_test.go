@@ -1,0 +1,394 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
+	"github.com/vkllm/vkllm/engine/quant"
+	"github.com/vkllm/vkllm/engine/sample"
+)
+
+func loadEmbedded(t *testing.T) *Engine {
+	t.Helper()
+	e, err := Load(context.Background(), LoadOptions{Backend: BackendCPU, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// scriptedRunner stands in for a forward pass: every Eval returns logits that make the next
+// token of the script the argmax.
+type scriptedRunner struct {
+	vocab  int
+	script []int
+	next   int
+	evals  [][]int
+}
+
+func (s *scriptedRunner) Eval(tokens []int, pos int, all bool) ([]float32, error) {
+	s.evals = append(s.evals, append([]int(nil), tokens...))
+	logits := make([]float32, s.vocab)
+	if s.next < len(s.script) {
+		logits[s.script[s.next]] = 10
+	}
+	s.next++
+	return logits, nil
+}
+func (s *scriptedRunner) Reset()       {}
+func (s *scriptedRunner) Close() error { return nil }
+func (s *scriptedRunner) Name() string { return "scripted" }
+
+// withScript replaces the engine's runner with one that produces ids.
+func withScript(t *testing.T, e *Engine, ids ...int) *scriptedRunner {
+	t.Helper()
+	r := &scriptedRunner{vocab: e.info.VocabSize, script: ids}
+	e.runner.Close()
+	e.runner = r
+	e.cached = nil
+	return r
+}
+
+// byteToken returns the id of the SPM byte token <0xNN>.
+func byteToken(t *testing.T, e *Engine, b byte) int {
+	t.Helper()
+	want := fmt.Sprintf("<0x%02X>", b)
+	for id := 0; id < e.tok.VocabSize(); id++ {
+		if e.tok.Token(id) == want {
+			return id
+		}
+	}
+	t.Fatalf("no byte token %s", want)
+	return -1
+}
+
+func collect(t *testing.T, e *Engine, req GenerateRequest) (Result, []Piece) {
+	t.Helper()
+	var pieces []Piece
+	res, err := e.Generate(context.Background(), req, func(p Piece) error {
+		pieces = append(pieces, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var joined strings.Builder
+	for _, p := range pieces {
+		joined.WriteString(p.Text)
+	}
+	if joined.String() != res.Text {
+		t.Fatalf("streamed text %q differs from Result.Text %q", joined.String(), res.Text)
+	}
+	return res, pieces
+}
+
+func TestLoadEmbeddedModelDescribesIt(t *testing.T) {
+	e := loadEmbedded(t)
+	info := e.Info()
+	if info.Name != "stories260K.gguf" || info.Arch != "llama" || info.Backend != "cpu" || info.Layers != 5 || info.Dim != 64 || info.VocabSize != 512 {
+		t.Fatalf("info = %+v", info)
+	}
+	if info.Params <= 0 || info.FileSize <= 0 || info.Context <= 0 || info.Quant == "" {
+		t.Fatalf("info has empty fields: %+v", info)
+	}
+}
+
+func TestGreedyGenerateWritesAStory(t *testing.T) {
+	e := loadEmbedded(t)
+	res, pieces := collect(t, e, GenerateRequest{Prompt: "Once upon a time", MaxTokens: 20})
+	if !strings.HasPrefix(res.Text, ", there was a little girl named Lily") {
+		t.Fatalf("text %q", res.Text)
+	}
+	if len(res.Generated) != 20 || res.Stop != StopLength || len(pieces) < 20 {
+		t.Fatalf("generated %d tokens, stop %q, %d pieces", len(res.Generated), res.Stop, len(pieces))
+	}
+	if !slices.Equal(res.PromptTokens, []int{1, 403, 407, 261, 378}) {
+		t.Fatalf("prompt tokens %v", res.PromptTokens)
+	}
+	tm := res.Timings
+	if tm.PromptTokens != 5 || tm.GeneratedTokens != 20 || tm.PromptPerSec <= 0 || tm.GenPerSec <= 0 || tm.TimeToFirst <= 0 {
+		t.Fatalf("timings %+v", tm)
+	}
+}
+
+func TestSameSeedSamplesTheSameStory(t *testing.T) {
+	e := loadEmbedded(t)
+	req := GenerateRequest{Prompt: "Once upon a time", MaxTokens: 24, Sampling: sample.Params{Temperature: 1, TopK: 40, TopP: 0.95, Seed: 7}}
+	a, _ := collect(t, e, req)
+	b, _ := collect(t, e, req)
+	if !slices.Equal(a.Generated, b.Generated) {
+		t.Fatalf("seed 7 twice: %v vs %v", a.Generated, b.Generated)
+	}
+	req.Sampling.Seed = 8
+	c, _ := collect(t, e, req)
+	if slices.Equal(a.Generated, c.Generated) {
+		t.Fatal("seeds 7 and 8 sampled identical 24-token stories")
+	}
+}
+
+func TestStopStringEndsGenerationAndIsNotEmitted(t *testing.T) {
+	e := loadEmbedded(t)
+	res, _ := collect(t, e, GenerateRequest{Prompt: "Once upon a time", MaxTokens: 40, Stop: []string{"Lily"}})
+	if res.Stop != StopString || res.Text != ", there was a little girl named " {
+		t.Fatalf("stop %q text %q", res.Stop, res.Text)
+	}
+}
+
+func TestEOSEndsGenerationWithoutText(t *testing.T) {
+	e := loadEmbedded(t)
+	a := byteToken(t, e, 'a')
+	withScript(t, e, a, e.tok.EOS(), a)
+	res, _ := collect(t, e, GenerateRequest{Prompt: "x", MaxTokens: 10})
+	if res.Stop != StopEOS || res.Text != "a" || !slices.Equal(res.Generated, []int{a}) {
+		t.Fatalf("stop %q text %q generated %v", res.Stop, res.Text, res.Generated)
+	}
+}
+
+func TestStreamingNeverSplitsAUTF8Character(t *testing.T) {
+	e := loadEmbedded(t)
+	// "é✓" = C3 A9, E2 9C 93, one byte token each
+	bs := []byte("é✓")
+	ids := make([]int, len(bs))
+	for i, b := range bs {
+		ids[i] = byteToken(t, e, b)
+	}
+	withScript(t, e, append(ids, e.tok.EOS())...)
+	res, pieces := collect(t, e, GenerateRequest{Prompt: "x", MaxTokens: 10})
+	var texts []string
+	for _, p := range pieces {
+		texts = append(texts, p.Text)
+	}
+	want := []string{"", "é", "", "", "✓"}
+	if !slices.Equal(texts, want) || res.Text != "é✓" {
+		t.Fatalf("pieces %q (want %q), text %q", texts, want, res.Text)
+	}
+}
+
+func TestStopStringSpanningTokensIsHeldBackThenDropped(t *testing.T) {
+	e := loadEmbedded(t)
+	var ids []int
+	for _, b := range []byte("ab<|e") {
+		ids = append(ids, byteToken(t, e, b))
+	}
+	withScript(t, e, append(ids, byteToken(t, e, 'n'), byteToken(t, e, 'd'))...)
+	res, pieces := collect(t, e, GenerateRequest{Prompt: "x", MaxTokens: 20, Stop: []string{"<|end"}})
+	var texts []string
+	for _, p := range pieces {
+		texts = append(texts, p.Text)
+	}
+	want := []string{"a", "b", "", "", "", "", ""}
+	if res.Stop != StopString || res.Text != "ab" || !slices.Equal(texts, want) {
+		t.Fatalf("stop %q text %q pieces %q (want %q)", res.Stop, res.Text, texts, want)
+	}
+}
+
+func TestHeldBackTextIsReleasedAtTheEnd(t *testing.T) {
+	e := loadEmbedded(t)
+	withScript(t, e, byteToken(t, e, 'a'), byteToken(t, e, '<'), e.tok.EOS())
+	res, pieces := collect(t, e, GenerateRequest{Prompt: "x", MaxTokens: 20, Stop: []string{"<|end"}})
+	last := pieces[len(pieces)-1]
+	if res.Text != "a<" || last.ID != -1 || last.Text != "<" {
+		t.Fatalf("text %q, last piece %+v", res.Text, last)
+	}
+}
+
+func TestCancellingStopsGenerationWithoutError(t *testing.T) {
+	e := loadEmbedded(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	res, err := e.Generate(ctx, GenerateRequest{Prompt: "Once upon a time", MaxTokens: 50}, func(p Piece) error {
+		if n++; n == 3 {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil || res.Stop != StopCancelled || len(res.Generated) != 3 {
+		t.Fatalf("err %v stop %q generated %d", err, res.Stop, len(res.Generated))
+	}
+}
+
+func TestCallbackErrorAbortsWithPartialResult(t *testing.T) {
+	e := loadEmbedded(t)
+	boom := errors.New("client went away")
+	res, err := e.Generate(context.Background(), GenerateRequest{Prompt: "Once upon a time", MaxTokens: 50}, func(p Piece) error {
+		return boom
+	})
+	if !errors.Is(err, boom) || len(res.Generated) != 1 {
+		t.Fatalf("err %v generated %d", err, len(res.Generated))
+	}
+}
+
+func TestPromptLongerThanContextIsRefused(t *testing.T) {
+	e, err := Load(context.Background(), LoadOptions{Backend: BackendCPU, Context: 8, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, err = e.Generate(context.Background(), GenerateRequest{Prompt: "Once upon a time there was a little dog"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "context holds 8") {
+		t.Fatalf("err = %v", err)
+	}
+	res, err := e.Generate(context.Background(), GenerateRequest{Prompt: "Once upon a time"}, nil)
+	if err != nil || res.Stop != StopLength || len(res.Generated) != 8-5+1 {
+		t.Fatalf("filling the context: err %v stop %q generated %d", err, res.Stop, len(res.Generated))
+	}
+}
+
+func TestEmptyRequestIsAnError(t *testing.T) {
+	e := loadEmbedded(t)
+	if _, err := e.Generate(context.Background(), GenerateRequest{}, nil); err == nil {
+		t.Fatal("empty request accepted")
+	}
+}
+
+func TestSecondRequestReusesTheCachedPrefix(t *testing.T) {
+	e := loadEmbedded(t)
+	first, _ := collect(t, e, GenerateRequest{Prompt: "Once upon a time", MaxTokens: 8})
+	again, _ := collect(t, e, GenerateRequest{Prompt: "Once upon a time", MaxTokens: 8})
+	if again.Timings.PromptTokens != 1 || !slices.Equal(first.Generated, again.Generated) {
+		t.Fatalf("repeat: evaluated %d prompt tokens, generated %v vs %v", again.Timings.PromptTokens, again.Generated, first.Generated)
+	}
+	longer, _ := collect(t, e, GenerateRequest{Prompt: "Once upon a time, there was", MaxTokens: 4})
+	fresh := loadEmbedded(t)
+	want, _ := collect(t, fresh, GenerateRequest{Prompt: "Once upon a time, there was", MaxTokens: 4})
+	if !slices.Equal(longer.Generated, want.Generated) {
+		t.Fatalf("with a reused prefix %v, fresh %v", longer.Generated, want.Generated)
+	}
+}
+
+const chatML = `{% for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
+{% endif %}`
+
+func writeRandom(t *testing.T, s modeltest.Spec) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "random.gguf")
+	if err := modeltest.WriteFile(path, s); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestChatUsesTheModelTemplate(t *testing.T) {
+	s := modeltest.Small("qwen2", quant.Q8_0, 3)
+	s.ChatTemplate = chatML
+	e, err := Load(context.Background(), LoadOptions{Path: writeRandom(t, s), Backend: BackendCPU, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if !e.Info().HasTemplate {
+		t.Fatal("HasTemplate false")
+	}
+	msgs := []Message{{Role: "user", Content: "Hello world"}}
+	text, err := e.RenderChat(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != "<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n" {
+		t.Fatalf("rendered %q", text)
+	}
+	res, _ := collect(t, e, GenerateRequest{Messages: msgs, MaxTokens: 3})
+	want, _ := e.Tokenize(text, true)
+	if !slices.Equal(res.PromptTokens, want) || len(res.Generated) != 3 {
+		t.Fatalf("prompt tokens %v, want %v; generated %v", res.PromptTokens, want, res.Generated)
+	}
+}
+
+func TestChatWithoutTemplateUsesFallback(t *testing.T) {
+	e := loadEmbedded(t)
+	text, err := e.RenderChat([]Message{{Role: "user", Content: "Tell me a story"}})
+	if err != nil || text != "User: Tell me a story\nAssistant:" {
+		t.Fatalf("rendered %q, %v", text, err)
+	}
+}
+
+func TestEveryArchitectureGeneratesThroughTheEngine(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		t.Run(arch, func(t *testing.T) {
+			e, err := Load(context.Background(), LoadOptions{Path: writeRandom(t, modeltest.Small(arch, quant.Q4_K, 5)), Backend: BackendCPU, Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			res, _ := collect(t, e, GenerateRequest{Prompt: "Once upon a time", MaxTokens: 5})
+			if len(res.Generated) == 0 || e.Info().Arch != arch {
+				t.Fatalf("generated %v, arch %q", res.Generated, e.Info().Arch)
+			}
+		})
+	}
+}
+
+func TestLoadErrorsNameTheCause(t *testing.T) {
+	cases := []struct {
+		name string
+		opts LoadOptions
+		want string
+	}{
+		{"missing file", LoadOptions{Path: filepath.Join(t.TempDir(), "nope.gguf")}, "nope.gguf"},
+		{"unknown backend", LoadOptions{Backend: "tpu"}, `backend "tpu"`},
+		{"gpu without a gpu backend", LoadOptions{Backend: BackendGPU}, "no GPU backend"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(context.Background(), tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAutoBackendFallsBackWhenTheGPUDeclines(t *testing.T) {
+	t.Cleanup(func() { RegisterGPUBackend("", nil) })
+	calls := 0
+	RegisterGPUBackend("fake", func(ctx context.Context, f *gguf.File, m *model.Model, opts LoadOptions) (GPURunner, error) {
+		calls++
+		return GPURunner{}, fmt.Errorf("%w: needs 9 MB of 4 MB", ErrGPUDeclined)
+	})
+	e, err := Load(context.Background(), LoadOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if calls != 1 || e.Info().Backend != "cpu" {
+		t.Fatalf("calls %d backend %q", calls, e.Info().Backend)
+	}
+	if _, err := Load(context.Background(), LoadOptions{Backend: BackendGPU}); err == nil || !strings.Contains(err.Error(), "needs 9 MB") {
+		t.Fatalf("forced gpu after a decline: %v", err)
+	}
+	if _, err := Load(context.Background(), LoadOptions{Backend: BackendCPU}); err != nil || calls != 2 {
+		t.Fatalf("cpu backend consulted the gpu: calls %d err %v", calls, err)
+	}
+}
+
+func TestRegisteredGPUBackendRunsTheModel(t *testing.T) {
+	t.Cleanup(func() { RegisterGPUBackend("", nil) })
+	RegisterGPUBackend("fake", func(ctx context.Context, f *gguf.File, m *model.Model, opts LoadOptions) (GPURunner, error) {
+		return GPURunner{Runner: &scriptedRunner{vocab: m.Hyper.VocabSize, script: []int{300, 301}}, Placement: "resident", Context: 64}, nil
+	})
+	e, err := Load(context.Background(), LoadOptions{Backend: BackendGPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	info := e.Info()
+	if info.Backend != "fake" || info.Placement != "resident" || info.Context != 64 || e.Runner().Name() != "scripted" {
+		t.Fatalf("info %+v runner %s", info, e.Runner().Name())
+	}
+	res, _ := collect(t, e, GenerateRequest{Prompt: "Once", MaxTokens: 2})
+	if !slices.Equal(res.Generated, []int{300, 301}) {
+		t.Fatalf("generated %v", res.Generated)
+	}
+}

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/sample"
+)
+
+// sharedDir returns <repo root>/../shared, skipping the test when it is absent.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("skipping: no go.mod above the test directory, so ../shared cannot be located")
+		}
+		dir = parent
+	}
+	shared := filepath.Join(dir, "..", "shared")
+	if _, err := os.Stat(filepath.Join(shared, "reference", "generation")); err != nil {
+		t.Skipf("skipping: the shared test data is not at %s (%v)", shared, err)
+	}
+	return shared
+}
+
+type refCase struct {
+	Prompt       string         `json:"prompt"`
+	PromptTokens []int          `json:"prompt_tokens"`
+	Generated    []int          `json:"generated"`
+	Text         string         `json:"text"`
+	Top5         [][][2]float64 `json:"top5_logits"`
+}
+
+func readCases(t *testing.T, path string) []refCase {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []refCase
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var c refCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// firstStepTolerance is the largest |our logit - llama.cpp's| allowed on the reference's top-5
+// tokens at the first generated step. f32/f16 weights: float accumulation order (measured
+// ≤ 0.007 on logits of ~15-20, from summation order in the f16 attention and matmuls). Q8_0/Q4_0:
+// the activations are quantized to 8 bits before every matmul, so a last-bit difference anywhere
+// upstream can round a value the other way; with llama.cpp's summation order reproduced we
+// agree to 1e-4 on most prompts, but llama.cpp itself (node-llama-cpp 3.22.1, CPU, flash
+// attention) differs from this reference by up to 0.077 on two q8_0 prompts, which bounds what
+// any faithful engine can promise.
+var firstStepTolerance = map[string]float64{
+	"stories260K":     0.01,
+	"rand-llama-f32":  0.01,
+	"rand-llama-f16":  0.01,
+	"rand-llama-q8_0": 0.1,
+	"rand-llama-q4_0": 0.1,
+}
+
+// nearTie is the reference top-2 logit gap under which two correct engines may pick either token.
+const nearTie = 0.05
+
+func TestGreedyGenerationMatchesLlamaCpp(t *testing.T) {
+	shared := sharedDir(t)
+	for _, name := range []string{"stories260K", "rand-llama-f32", "rand-llama-f16", "rand-llama-q8_0", "rand-llama-q4_0"} {
+		t.Run(name, func(t *testing.T) {
+			e, err := Load(context.Background(), LoadOptions{Path: filepath.Join(shared, "models", name+".gguf"), Backend: BackendCPU, Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			r := e.Runner()
+			tol := firstStepTolerance[name]
+			for _, c := range readCases(t, filepath.Join(shared, "reference", "generation", name+".jsonl")) {
+				toks, err := e.Tokenize(c.Prompt, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(toks, c.PromptTokens) {
+					t.Fatalf("prompt %q: tokens %v, llama.cpp %v", c.Prompt, toks, c.PromptTokens)
+				}
+				r.Reset()
+				logits, err := r.Eval(toks, 0, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pos := len(toks)
+				maxDev := 0.0
+				for step, want := range c.Generated {
+					top := c.Top5[step]
+					for _, p := range top {
+						d := math.Abs(float64(logits[int(p[0])]) - p[1])
+						maxDev = math.Max(maxDev, d)
+						if step == 0 && d > tol {
+							t.Errorf("prompt %q step 0: logit of token %d is %.5f, llama.cpp %.5f (tolerance %g)", c.Prompt, int(p[0]), logits[int(p[0])], p[1], tol)
+						}
+					}
+					got := sample.Argmax(logits)
+					if top[0][1]-top[1][1] < nearTie {
+						if got != int(top[0][0]) && got != int(top[1][0]) {
+							t.Fatalf("prompt %q step %d (near tie): token %d, llama.cpp's leading two %d/%d", c.Prompt, step, got, int(top[0][0]), int(top[1][0]))
+						}
+						break
+					}
+					if got != want {
+						t.Fatalf("prompt %q step %d: token %d, llama.cpp %d (its top-2 gap %.3f)", c.Prompt, step, got, want, top[0][1]-top[1][1])
+					}
+					if logits, err = r.Eval([]int{want}, pos, false); err != nil {
+						t.Fatal(err)
+					}
+					pos++
+				}
+				t.Logf("prompt %q: largest top-5 logit deviation over the compared steps %.5f", c.Prompt, maxDev)
+			}
+		})
+	}
+}
