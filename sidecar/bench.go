@@ -1,0 +1,112 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/vkllm/vkllm/engine/bench"
+	"github.com/vkllm/vkllm/engine/model"
+)
+
+// benchable is a loaded model the bench can drive: *engine.Engine has its runner.
+type benchable interface {
+	Runner() model.Runner
+}
+
+// BenchRequest is the body of POST /vkllm/bench; the defaults are llama-bench's (-p 512 -n 128 -r 5).
+type BenchRequest struct {
+	NPrompt *int   `json:"n_prompt"`
+	NGen    *int   `json:"n_gen"`
+	Reps    int    `json:"reps"`
+	Seed    uint64 `json:"seed"`
+}
+
+// BenchEvent is one SSE event of POST /vkllm/bench: progress while it runs, then done (with the
+// records) or error (with cancelled set when the client stopped it).
+type BenchEvent struct {
+	Kind      string          `json:"kind"` // bench:progress | bench:done | bench:error
+	Progress  *bench.Progress `json:"progress,omitempty"`
+	Records   []bench.Record  `json:"records,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Cancelled bool            `json:"cancelled,omitempty"`
+}
+
+// handleBench runs the llama-bench-style tests on the loaded model in its turn in the queue,
+// streaming progress as server-sent events. Closing the request cancels the run. The records
+// come back filled with the model's facts; saving them is the caller's (the app's) job.
+func (s *server) handleBench(w http.ResponseWriter, r *http.Request) {
+	var req BenchRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	cfg := bench.Config{NPrompt: 512, NGen: 128, Reps: 5, Seed: req.Seed}
+	if req.NPrompt != nil {
+		cfg.NPrompt = *req.NPrompt
+	}
+	if req.NGen != nil {
+		cfg.NGen = *req.NGen
+	}
+	if req.Reps != 0 {
+		cfg.Reps = req.Reps
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	ctx := r.Context()
+	if err := s.queue.acquire(ctx); err != nil {
+		return
+	}
+	defer s.queue.release()
+	m, err := s.current()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", err.Error())
+		return
+	}
+	b, ok := m.(benchable)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, "server_error", "the loaded model has no runner to benchmark")
+		return
+	}
+	info := m.Info()
+	cfg.VocabSize = info.VocabSize
+	runner := b.Runner()
+
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	send := func(ev BenchEvent) {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(w, "data: %s\n\n", data)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	records, err := bench.Run(ctx, runner, cfg, func(p bench.Progress) {
+		send(BenchEvent{Kind: "bench:progress", Progress: &p})
+	})
+	runner.Reset() // the next chat starts from an empty cache
+	for i := range records {
+		rec := &records[i]
+		rec.ModelFile, rec.ModelSize, rec.ModelParams = info.Name, info.FileSize, info.Params
+		rec.ModelType = fmt.Sprintf("%s %s", info.Arch, info.Quant)
+		rec.Backends, rec.Placement, rec.Tool = info.Backend, info.Placement, "vkllm"
+	}
+	if err != nil {
+		send(BenchEvent{Kind: "bench:error", Records: records, Error: err.Error(), Cancelled: errors.Is(err, bench.ErrCancelled) || errors.Is(err, context.Canceled)})
+		return
+	}
+	send(BenchEvent{Kind: "bench:done", Records: records})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}

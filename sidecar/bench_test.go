@@ -1,0 +1,115 @@
+package sidecar
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/vkllm/vkllm/engine/bench"
+)
+
+// benchEvents posts a bench request and calls on for each event until it returns false.
+func benchEvents(t *testing.T, ctx context.Context, ts testServer, body string, on func(BenchEvent) bool) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.base+"/vkllm/bench", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+ts.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return resp.StatusCode
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ev BenchEvent
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("bad bench event %q: %v", data, err)
+		}
+		if !on(ev) {
+			break
+		}
+	}
+	return 200
+}
+
+func TestBenchRouteStreamsProgressAndRecords(t *testing.T) {
+	ts := startServer(t, ServeOptions{}) // the embedded model on the real engine
+	var progress int
+	var done *BenchEvent
+	code := benchEvents(t, context.Background(), ts, `{"n_prompt":16,"n_gen":8,"reps":2,"seed":1}`, func(ev BenchEvent) bool {
+		switch ev.Kind {
+		case "bench:progress":
+			progress++
+		case "bench:done":
+			done = &ev
+		default:
+			t.Fatalf("unexpected event %+v", ev)
+		}
+		return true
+	})
+	if code != 200 || done == nil {
+		t.Fatalf("bench: status %d, done %v", code, done)
+	}
+	if progress != 2*3+1 { // two tests × (warm-up + 2 reps) + the final done step
+		t.Errorf("%d progress events, want 7", progress)
+	}
+	if len(done.Records) != 2 || done.Records[0].TestName() != "pp16" || done.Records[1].TestName() != "tg8" {
+		t.Fatalf("records %+v, want pp16 and tg8", done.Records)
+	}
+	for _, r := range done.Records {
+		if len(r.SamplesNs) != 2 || r.AvgTs <= 0 || r.ModelFile != "stories260K.gguf" || r.ModelParams == 0 {
+			t.Errorf("record %s: %+v, want 2 samples, a rate and the model's facts", r.TestName(), r)
+		}
+	}
+}
+
+func TestBenchRouteCancelsWhenTheClientLeaves(t *testing.T) {
+	ts := startServer(t, ServeOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var warmup bench.Progress
+	benchEvents(t, ctx, ts, `{"n_prompt":0,"n_gen":480,"reps":5}`, func(ev BenchEvent) bool {
+		if ev.Kind == "bench:progress" {
+			warmup = *ev.Progress
+			return false // leave after the warm-up
+		}
+		return true
+	})
+	if warmup.TokensPS <= 0 {
+		t.Fatalf("no warm-up progress event: %+v", warmup)
+	}
+	remaining := time.Duration(5 * 480 / warmup.TokensPS * float64(time.Second))
+	cancel()
+	// A cancelled bench frees the queue at its next check (every 16 decode steps); an uncancelled
+	// one would hold it for the remaining five repetitions.
+	start := time.Now()
+	client := ts.client()
+	if _, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}, MaxTokens: openai.Int(2),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > remaining/2 {
+		t.Fatalf("chat after leaving the bench waited %v of the %v the bench had left: it kept running", d, remaining)
+	}
+}
+
+func TestBenchRouteRefusesAModelWithoutRunner(t *testing.T) {
+	load, _ := newFakeLoader(0)
+	ts := startServer(t, ServeOptions{Load: load})
+	if code := benchEvents(t, context.Background(), ts, `{}`, nil); code != http.StatusNotImplemented {
+		t.Fatalf("bench on the fake: %d, want 501", code)
+	}
+}

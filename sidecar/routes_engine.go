@@ -1,0 +1,150 @@
+package sidecar
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+
+	"github.com/vkllm/vkllm/engine/embedded"
+	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/plan"
+	"github.com/vkllm/vkllm/engine/plan/planinput"
+	"github.com/vkllm/vkllm/engine/vulkan"
+	"github.com/vkllm/vkllm/store"
+)
+
+// extraRoutes adds the routes backed by the device, plan and bench packages.
+func (s *server) extraRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /vkllm/devices", s.handleDevices)
+	mux.HandleFunc("POST /vkllm/plan", s.handlePlan)
+	mux.HandleFunc("POST /vkllm/bench", s.handleBench)
+}
+
+// DevicesReport is the body of GET /vkllm/devices (the shape of `vkllm devices --json`).
+type DevicesReport struct {
+	Vulkan      []vulkan.DeviceInfo `json:"vulkan"`
+	VulkanError string              `json:"vulkan_error,omitempty"`
+	Default     *int                `json:"default,omitempty"`
+	CPU         struct {
+		Model string `json:"model"`
+		Cores int    `json:"cores"`
+	} `json:"cpu"`
+}
+
+// handleDevices lists Vulkan devices; no device (or no loader) is reported in vulkan_error, not
+// as a failure, so the UI can still show the CPU.
+func (s *server) handleDevices(w http.ResponseWriter, r *http.Request) {
+	var rep DevicesReport
+	rep.Vulkan = []vulkan.DeviceInfo{}
+	rep.CPU.Model, rep.CPU.Cores = store.LocalMachine().CPU, runtime.NumCPU()
+	devs, err := vulkan.Devices()
+	if err == nil {
+		rep.Vulkan = devs
+		if d, err := vulkan.ChooseDevice(devs, -1); err == nil {
+			rep.Default = &d.Index
+		}
+	} else {
+		rep.VulkanError = err.Error()
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// PlanRequest is the body of POST /vkllm/plan; it mirrors `vkllm plan`'s flags.
+type PlanRequest struct {
+	Model     string `json:"model"`      // GGUF path; "" = the loaded model (the embedded one when none is)
+	Ctx       int    `json:"ctx"`        // requested context; 0 = the model's own
+	CtxStrict bool   `json:"ctx_strict"` // decline instead of shrinking the context
+	VRAMMB    int    `json:"vram_mb"`    // pin for this plan (over VKLLM_GPU_VRAM_MB and the stored pin)
+	Device    *int   `json:"device"`     // Vulkan device index; absent = VKLLM_DEVICE, else the best
+}
+
+// handlePlan answers with the same JSON as `vkllm plan --json`.
+func (s *server) handlePlan(w http.ResponseWriter, r *http.Request) {
+	var req PlanRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	p, err := s.plan(r.Context(), req)
+	if err != nil {
+		writeError(w, http.StatusUnprocessableEntity, "invalid_request_error", err.Error())
+		return
+	}
+	b, err := p.JSON()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+func (s *server) plan(ctx context.Context, req PlanRequest) (plan.Plan, error) {
+	if req.Ctx < 0 || req.VRAMMB < 0 {
+		return plan.Plan{}, fmt.Errorf("ctx %d and vram_mb %d must not be negative", req.Ctx, req.VRAMMB)
+	}
+	path := req.Model
+	if path == "" {
+		if m, err := s.current(); err == nil {
+			path = m.Info().Path
+		}
+	}
+	var f *gguf.File
+	var err error
+	if path == "" {
+		f, err = gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
+	} else {
+		f, err = gguf.Open(path)
+	}
+	if err != nil {
+		return plan.Plan{}, fmt.Errorf("open model %q for the plan: %w", path, err)
+	}
+	defer f.Close()
+	devs, err := vulkan.Devices()
+	if err == nil && len(devs) == 0 {
+		err = vulkan.ErrNoDevice
+	}
+	if err != nil {
+		return plan.Plan{}, fmt.Errorf("no Vulkan device to plan for: %w (`vkllm plan --assume-heap-mb N` plans for a described device)", err)
+	}
+	want := -1
+	if req.Device != nil {
+		want = *req.Device
+	}
+	vd, err := vulkan.ChooseDevice(devs, want)
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	dev := planinput.DeviceOf(vd)
+	in, err := planinput.Input(f, dev, planinput.PinOf(req.VRAMMB, storedPin(ctx, dev.Key)), planinput.Ctx(req.Ctx, req.CtxStrict))
+	if err != nil {
+		return plan.Plan{}, fmt.Errorf("plan input for %q: %w", path, err)
+	}
+	if path == "" {
+		in.Model.Name = embedded.Name + " (embedded)"
+	}
+	return plan.Compute(in), nil
+}
+
+// storedPin reads the GPU's pin from the store; a store that cannot be opened costs only the pin.
+func storedPin(ctx context.Context, key string) int {
+	if key == "" {
+		return 0
+	}
+	st, err := store.Open("")
+	if err != nil {
+		slog.Warn("planning without the stored VRAM pin", "err", err)
+		return 0
+	}
+	defer st.Close()
+	mb, ok, err := st.Pin(ctx, key)
+	if err != nil || !ok {
+		if err != nil {
+			slog.Warn("planning without the stored VRAM pin", "err", err)
+		}
+		return 0
+	}
+	return mb
+}

@@ -1,0 +1,318 @@
+// Package sidecar runs the engine in its own process (`vkllm serve`) behind an authenticated,
+// OpenAI-compatible HTTP API, and supervises that process for the app: start, health, restart on
+// crash with backoff, and streaming chat that survives the engine dying mid-reply.
+package sidecar
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/store"
+)
+
+// ListenPrefix starts the one stdout line Serve prints once it accepts connections; the URL follows.
+const ListenPrefix = "vkllm serve: listening on "
+
+// DefaultListen binds loopback on a free port.
+const DefaultListen = "127.0.0.1:0"
+
+// TokenFileName is the token file in the data dir when ServeOptions.TokenFile is empty.
+const TokenFileName = "sidecar.token"
+
+// ServeOptions configure the `vkllm serve` process.
+type ServeOptions struct {
+	ModelPath        string         // GGUF to load at start; "" = the embedded default model
+	Listen           string         // host:port; "" = DefaultListen
+	TokenFile        string         // "" = TokenFileName in the data dir
+	AllowNonLoopback bool           // permit binding an address other than loopback (--allow-remote)
+	Backend          engine.Backend // where the forward pass runs; "" = auto
+	Context          int            // requested context; 0 = the model's own, capped by the plan
+
+	// Out receives the listening line; nil = os.Stdout.
+	Out io.Writer
+	// Load replaces the engine loader (tests use a scripted model); nil = engine.Load.
+	Load LoadFunc
+}
+
+// Serve loads the model, listens, prints the listening line and serves until ctx ends.
+func Serve(ctx context.Context, opts ServeOptions) error {
+	if opts.Listen == "" {
+		opts.Listen = DefaultListen
+	}
+	if err := checkLoopback(opts.Listen, opts.AllowNonLoopback); err != nil {
+		return err
+	}
+	if opts.TokenFile == "" {
+		dir, err := store.DefaultDir()
+		if err != nil {
+			return err
+		}
+		opts.TokenFile = filepath.Join(dir, TokenFileName)
+	}
+	token, err := loadOrCreateToken(opts.TokenFile)
+	if err != nil {
+		return err
+	}
+	if opts.Load == nil {
+		opts.Load = engineLoad
+	}
+	if opts.Out == nil {
+		opts.Out = os.Stdout
+	}
+	s := &server{token: token, load: opts.Load, backend: opts.Backend, ctxLen: opts.Context, state: "loading"}
+	s.queue.acquire(ctx) // released by the start-up load below
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (pick another port with --listen 127.0.0.1:PORT, or 0 for a free one)", opts.Listen, err)
+	}
+	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	slog.Info("sidecar listening", "addr", ln.Addr().String(), "token_file", opts.TokenFile)
+	if _, err := fmt.Fprintf(opts.Out, "%shttp://%s\n", ListenPrefix, ln.Addr().String()); err != nil {
+		srv.Close()
+		return fmt.Errorf("print the listening address: %w", err)
+	}
+
+	// Load the start-up model holding the queue (taken above, before the first request could
+	// arrive), so requests wait for it in line.
+	go func() {
+		defer s.queue.release()
+		if _, err := s.loadLocked(ctx, opts.ModelPath); err != nil {
+			slog.Error("load start-up model", "path", opts.ModelPath, "err", err)
+		}
+	}()
+
+	select {
+	case err := <-errc:
+		s.unload()
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdownCtx)
+	// Close the model only once no generation is mid-flight (the process exits either way).
+	if s.queue.acquire(shutdownCtx) == nil {
+		s.unload()
+	}
+	return nil
+}
+
+// checkLoopback refuses a listen address other than loopback unless allowed.
+func checkLoopback(listen string, allow bool) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w (want host:port such as 127.0.0.1:8080)", listen, err)
+	}
+	if allow {
+		if !isLoopback(host) {
+			slog.Warn("listening beyond loopback (--allow-remote): the bearer token is the only protection, and the traffic is not encrypted", "listen", listen)
+		}
+		return nil
+	}
+	if isLoopback(host) {
+		return nil
+	}
+	return fmt.Errorf("listen address %q is not loopback: anyone who can reach it and knows the token could use your GPU; pass --allow-remote to bind it anyway", listen)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// server holds the loaded model and serializes work on it.
+type server struct {
+	token   string
+	load    LoadFunc
+	backend engine.Backend
+	ctxLen  int
+	queue   fifo // one generation or load at a time, first come first served
+
+	mu        sync.Mutex
+	model     Model
+	state     string // loading | ready | empty | error
+	loadError string
+}
+
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
+	mux.HandleFunc("GET /vkllm/health", s.handleHealth)
+	mux.HandleFunc("GET /vkllm/model", s.handleModel)
+	mux.HandleFunc("POST /vkllm/load", s.handleLoad)
+	mux.HandleFunc("POST /vkllm/unload", s.handleUnload)
+	s.extraRoutes(mux)
+	return s.auth(mux)
+}
+
+// auth requires "Authorization: Bearer <token>" on every request, compared in constant time.
+// No CORS headers are ever set, so browsers refuse cross-origin reads.
+func (s *server) auth(next http.Handler) http.Handler {
+	want := []byte("Bearer " + s.token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="vkllm"`)
+			writeError(w, http.StatusUnauthorized, "authentication_error", "missing or wrong bearer token: send Authorization: Bearer <the token in the sidecar's token file>")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// current returns the loaded model, or an error saying why there is none.
+func (s *server) current() (Model, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.model != nil {
+		return s.model, nil
+	}
+	if s.loadError != "" {
+		return nil, fmt.Errorf("no model loaded: the last load failed: %s (open another model file; API: POST /vkllm/load)", s.loadError)
+	}
+	return nil, errors.New("no model loaded (open a model file first; API: POST /vkllm/load {\"path\": ...})")
+}
+
+// loadModel replaces the loaded model; it waits its turn in the queue.
+func (s *server) loadModel(ctx context.Context, path string) (engine.ModelInfo, error) {
+	if err := s.queue.acquire(ctx); err != nil {
+		return engine.ModelInfo{}, err
+	}
+	defer s.queue.release()
+	return s.loadLocked(ctx, path)
+}
+
+// loadLocked is loadModel for a caller that holds the queue.
+func (s *server) loadLocked(ctx context.Context, path string) (engine.ModelInfo, error) {
+	s.unload()
+	s.mu.Lock()
+	s.state = "loading"
+	s.mu.Unlock()
+	m, err := s.load(ctx, engine.LoadOptions{Path: path, Backend: s.backend, Context: s.ctxLen, DeviceIndex: -1})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.state, s.loadError = "error", err.Error()
+		return engine.ModelInfo{}, fmt.Errorf("load model %q: %w", path, err)
+	}
+	s.model, s.state, s.loadError = m, "ready", ""
+	info := m.Info()
+	slog.Info("model loaded", "name", info.Name, "backend", info.Backend, "placement", info.Placement)
+	return info, nil
+}
+
+// unload closes the model; callers hold the queue.
+func (s *server) unload() {
+	s.mu.Lock()
+	m := s.model
+	s.model, s.state = nil, "empty"
+	s.mu.Unlock()
+	if m != nil {
+		if err := m.Close(); err != nil {
+			slog.Warn("close model", "err", err)
+		}
+	}
+}
+
+// Health is the body of GET /vkllm/health.
+type Health struct {
+	Status    string            `json:"status"` // loading | ready | empty | error
+	PID       int               `json:"pid"`
+	Model     *engine.ModelInfo `json:"model,omitempty"`
+	LoadError string            `json:"load_error,omitempty"`
+	Queued    int               `json:"queued"`
+}
+
+func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := Health{Status: s.state, PID: os.Getpid(), LoadError: s.loadError, Queued: s.queue.waiting()}
+	if s.model != nil {
+		info := s.model.Info()
+		h.Model = &info
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, h)
+}
+
+func (s *server) handleModel(w http.ResponseWriter, r *http.Request) {
+	m, err := s.current()
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found_error", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, m.Info())
+}
+
+func (s *server) handleLoad(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Path string `json:"path"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	info, err := s.loadModel(r.Context(), req.Path)
+	if err != nil {
+		writeError(w, http.StatusUnprocessableEntity, "invalid_request_error", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *server) handleUnload(w http.ResponseWriter, r *http.Request) {
+	if err := s.queue.acquire(r.Context()); err != nil {
+		return
+	}
+	s.unload()
+	s.queue.release()
+	writeJSON(w, http.StatusOK, map[string]string{"status": "empty"})
+}
+
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request body is not the expected JSON: %w", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		slog.Debug("write response", "err", err)
+	}
+}
+
+// apiError is the OpenAI error body.
+type apiError struct {
+	Error struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, typ, msg string) {
+	var e apiError
+	e.Error.Message, e.Error.Type = msg, typ
+	writeJSON(w, code, e)
+}

@@ -1,0 +1,63 @@
+package sidecar
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// tokenBytes is the size of a generated token before hex encoding.
+const tokenBytes = 32
+
+func newToken() (string, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// loadOrCreateToken reads the token in path, or, when the file does not exist, writes a fresh
+// random one there with mode 0600 (the create is exclusive, so two processes agree on one token).
+func loadOrCreateToken(path string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("create token folder %s: %w (make it writable or pass --token-file)", filepath.Dir(path), err)
+	}
+	tok, err := newToken()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		if _, err := f.WriteString(tok + "\n"); err != nil {
+			f.Close()
+			return "", fmt.Errorf("write token file %s: %w", path, err)
+		}
+		if err := f.Close(); err != nil {
+			return "", fmt.Errorf("write token file %s: %w", path, err)
+		}
+		return tok, nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("create token file %s: %w (make its folder writable or pass --token-file)", path, err)
+	}
+	return readToken(path)
+}
+
+// readToken reads a token file written by loadOrCreateToken or by the supervisor.
+func readToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read token file %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 16 {
+		return "", fmt.Errorf("token file %s holds %d characters, want at least 16 (delete it and a fresh token is written)", path, len(tok))
+	}
+	return tok, nil
+}

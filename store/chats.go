@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Message states.
+const (
+	StateComplete    = "complete"
+	StateStreaming   = "streaming"
+	StateInterrupted = "interrupted"
+	StateError       = "error"
+)
+
+// Conversation is one chat thread.
+type Conversation struct {
+	ID          int64  `json:"id"`
+	Title       string `json:"title"`
+	Model       string `json:"model"`
+	CreatedAtMs int64  `json:"created_at_ms"`
+	UpdatedAtMs int64  `json:"updated_at_ms"`
+}
+
+// Message is one turn of a conversation. An assistant reply is saved as "streaming" when it
+// starts, updated as text arrives, and ends "complete", "interrupted" (the engine died or the
+// user stopped it; Content keeps the partial text) or "error".
+type Message struct {
+	ID             int64   `json:"id"`
+	ConversationID int64   `json:"conversation_id"`
+	Role           string  `json:"role"`
+	Content        string  `json:"content"`
+	State          string  `json:"state"`
+	Model          string  `json:"model"`
+	TokensPerSec   float64 `json:"tokens_per_sec"`
+	TTFTMs         int64   `json:"ttft_ms"`
+	Settings       string  `json:"settings"` // JSON of the sampling settings used
+	CreatedAtMs    int64   `json:"created_at_ms"`
+}
+
+func checkMessage(m Message) error {
+	switch m.Role {
+	case "system", "user", "assistant":
+	default:
+		return fmt.Errorf("role %q is not system, user or assistant", m.Role)
+	}
+	switch m.State {
+	case StateComplete, StateStreaming, StateInterrupted, StateError:
+	default:
+		return fmt.Errorf("state %q is not complete, streaming, interrupted or error", m.State)
+	}
+	return nil
+}
+
+// CreateConversation starts a conversation.
+func (s *Store) CreateConversation(ctx context.Context, title, model string) (Conversation, error) {
+	c := Conversation{Title: title, Model: model, CreatedAtMs: nowMs()}
+	c.UpdatedAtMs = c.CreatedAtMs
+	err := s.tx(ctx, "create conversation", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, "INSERT INTO conversations(title, model, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?) RETURNING id",
+			c.Title, c.Model, c.CreatedAtMs, c.UpdatedAtMs).Scan(&c.ID)
+	})
+	return c, err
+}
+
+// RenameConversation changes a conversation's title.
+func (s *Store) RenameConversation(ctx context.Context, id int64, title string) error {
+	return s.tx(ctx, fmt.Sprintf("rename conversation %d", id), func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE conversations SET title = ?, updated_at_ms = ? WHERE id = ?", title, nowMs(), id)
+		return mustTouch(res, err, "conversation", id)
+	})
+}
+
+// ListConversations lists conversations, most recently updated first.
+func (s *Store) ListConversations(ctx context.Context) ([]Conversation, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT id, title, model, created_at_ms, updated_at_ms FROM conversations ORDER BY updated_at_ms DESC, id DESC")
+	if err != nil {
+		return nil, s.fail("list conversations", err)
+	}
+	defer rows.Close()
+	out := []Conversation{}
+	for rows.Next() {
+		var c Conversation
+		if err := rows.Scan(&c.ID, &c.Title, &c.Model, &c.CreatedAtMs, &c.UpdatedAtMs); err != nil {
+			return nil, s.fail("list conversations", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list conversations", err)
+	}
+	return out, nil
+}
+
+// AddMessage appends a message to its conversation and returns it with ID and CreatedAtMs set.
+func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
+	if err := checkMessage(m); err != nil {
+		return Message{}, fmt.Errorf("add message to conversation %d: %w", m.ConversationID, err)
+	}
+	if m.CreatedAtMs == 0 {
+		m.CreatedAtMs = nowMs()
+	}
+	err := s.tx(ctx, fmt.Sprintf("add message to conversation %d", m.ConversationID), func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE conversations SET updated_at_ms = ? WHERE id = ?", m.CreatedAtMs, m.ConversationID)
+		if err := mustTouch(res, err, "conversation", m.ConversationID); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `INSERT INTO messages(conversation_id, role, content, state, model, tokens_per_sec, ttft_ms, settings, created_at_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			m.ConversationID, m.Role, m.Content, m.State, m.Model, m.TokensPerSec, m.TTFTMs, m.Settings, m.CreatedAtMs).Scan(&m.ID)
+	})
+	if err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+// UpdateMessage rewrites a message's content, state, model, speed, TTFT and settings (a streaming
+// reply as it grows and when it ends).
+func (s *Store) UpdateMessage(ctx context.Context, m Message) error {
+	if err := checkMessage(m); err != nil {
+		return fmt.Errorf("update message %d: %w", m.ID, err)
+	}
+	return s.tx(ctx, fmt.Sprintf("update message %d", m.ID), func(tx *sql.Tx) error {
+		var conv int64
+		err := tx.QueryRowContext(ctx, `UPDATE messages SET role = ?, content = ?, state = ?, model = ?, tokens_per_sec = ?, ttft_ms = ?, settings = ?
+			WHERE id = ? RETURNING conversation_id`, m.Role, m.Content, m.State, m.Model, m.TokensPerSec, m.TTFTMs, m.Settings, m.ID).Scan(&conv)
+		if err == sql.ErrNoRows {
+			return fmt.Errorf("no message with id %d", m.ID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_at_ms = ? WHERE id = ?", nowMs(), conv)
+		return err
+	})
+}
+
+// Messages returns a conversation's messages in order.
+func (s *Store) Messages(ctx context.Context, convID int64) ([]Message, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, conversation_id, role, content, state, model, tokens_per_sec, ttft_ms, settings, created_at_ms
+		FROM messages WHERE conversation_id = ? ORDER BY id`, convID)
+	if err != nil {
+		return nil, s.fail(fmt.Sprintf("list messages of conversation %d", convID), err)
+	}
+	defer rows.Close()
+	out := []Message{}
+	for rows.Next() {
+		var m Message
+		if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.State, &m.Model, &m.TokensPerSec, &m.TTFTMs, &m.Settings, &m.CreatedAtMs); err != nil {
+			return nil, s.fail(fmt.Sprintf("list messages of conversation %d", convID), err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(fmt.Sprintf("list messages of conversation %d", convID), err)
+	}
+	return out, nil
+}
+
+// DeleteConversation removes a conversation and its messages.
+func (s *Store) DeleteConversation(ctx context.Context, id int64) error {
+	return s.tx(ctx, fmt.Sprintf("delete conversation %d", id), func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "DELETE FROM conversations WHERE id = ?", id)
+		return mustTouch(res, err, "conversation", id)
+	})
+}
+
+// InterruptStreaming marks every message still "streaming" as "interrupted" and returns how many
+// it changed. The app calls it at start: a reply that was streaming when the app or the engine
+// died keeps its partial text and shows as interrupted.
+func (s *Store) InterruptStreaming(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.tx(ctx, "mark streaming messages interrupted", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE messages SET state = ? WHERE state = ?", StateInterrupted, StateStreaming)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+func mustTouch(res sql.Result, err error, what string, id int64) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("no %s with id %d", what, id)
+	}
+	return nil
+}
