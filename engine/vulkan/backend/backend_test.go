@@ -1,0 +1,122 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/plan/planinput"
+	"github.com/vkllm/vkllm/engine/vulkan"
+)
+
+func openModel(t *testing.T) (*gguf.File, *model.Model) {
+	t.Helper()
+	f, err := gguf.Open(filepath.Join("../../../../shared/models", "stories260K.gguf"))
+	if err != nil {
+		t.Skipf("shared model not available: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, m
+}
+
+func vulkanOrSkip(t *testing.T) {
+	t.Helper()
+	if _, err := vulkan.Devices(); err != nil {
+		t.Skipf("no Vulkan here: %v", err)
+	}
+}
+
+func TestArmsUnderAGenerousPinAndRunsTheModel(t *testing.T) {
+	vulkanOrSkip(t)
+	f, m := openModel(t)
+	t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
+	t.Setenv("VKLLM_DEVICE", "")
+	gr, err := New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gr.Runner.Close()
+	if gr.Backend != "vulkan" || gr.Placement != "resident" || gr.Context != 256 {
+		t.Fatalf("runner %+v, want vulkan resident at ctx 256", gr)
+	}
+	// "Once upon a time" → ", there" in the shared reference (token 432 first).
+	logits, err := gr.Runner.Eval([]int{1, 403, 407, 261, 378}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	if best != 432 {
+		t.Fatalf("first greedy token %d, want 432", best)
+	}
+}
+
+func TestDeclinesUnderATightPin(t *testing.T) {
+	vulkanOrSkip(t)
+	f, m := openModel(t)
+	t.Setenv("VKLLM_GPU_VRAM_MB", "1")
+	_, err := New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 256})
+	if !errors.Is(err, engine.ErrGPUDeclined) {
+		t.Fatalf("1 MiB pin: err %v, want ErrGPUDeclined", err)
+	}
+	t.Logf("declined: %v", err)
+}
+
+// The plan and the driver walk the same tensors: the weight and KV bytes the plan counts are
+// the bytes the driver allocates.
+func TestPlanBytesEqualDriverAllocations(t *testing.T) {
+	vulkanOrSkip(t)
+	for _, name := range []string{"stories260K", "rand-llama-q4_0", "rand-llama-f16"} {
+		t.Run(name, func(t *testing.T) {
+			f, err := gguf.Open(filepath.Join("../../../../shared/models", name+".gguf"))
+			if err != nil {
+				t.Skipf("shared model not available: %v", err)
+			}
+			defer f.Close()
+			m, err := model.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			devs, err := vulkan.Devices()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
+			p, err := planinput.ForDevice(f, devs[0], 0, 256, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := vulkan.Open(vulkan.Options{Device: 0, Quiet: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := vulkan.NewResident(c, m, vulkan.ResidentOptions{Context: p.Ctx.Chosen, OwnContext: true})
+			if err != nil {
+				c.Close()
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if int64(r.Bytes.Weights) != p.Weights.Bytes {
+				t.Errorf("weights: driver %d bytes, plan %d", r.Bytes.Weights, p.Weights.Bytes)
+			}
+			if int64(r.Bytes.KV) != p.KVBytes {
+				t.Errorf("KV at ctx %d: driver %d bytes, plan %d", p.Ctx.Chosen, r.Bytes.KV, p.KVBytes)
+			}
+			if int64(r.Bytes.Scratch) > p.Scratch.Total {
+				t.Errorf("scratch: driver %d bytes over the plan's estimate %d", r.Bytes.Scratch, p.Scratch.Total)
+			}
+		})
+	}
+}

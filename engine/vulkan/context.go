@@ -1,0 +1,538 @@
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"unsafe"
+
+	vk "github.com/vulkan-go/vulkan"
+
+	"github.com/vkllm/vkllm/engine/config"
+)
+
+// Context is one logical device with a compute queue: the owner of every buffer, pipeline
+// and command sequence made from it. It is not safe for concurrent use.
+type Context struct {
+	Info DeviceInfo
+
+	inst     *instance
+	physical vk.PhysicalDevice
+	raw      *rawDevice
+	dev      vk.Device
+	queue    vk.Queue
+	family   uint32
+	cmdPool  vk.CommandPool
+	fence    vk.Fence
+
+	memTypes       []vk.MemoryType
+	minOffsetAlign uint64
+	timestampNs    float64 // nanoseconds per timestamp tick; 0 when the queue has no timestamps
+
+	pools   []*memPool
+	kernels map[string]*Kernel
+
+	staging *Buffer // host-visible bounce buffer for uploads/downloads, grown on demand
+	closed  bool
+}
+
+// Options tunes Open.
+type Options struct {
+	// Device is the device index; -1 uses VKLLM_DEVICE, else the best discrete GPU.
+	Device int
+	// Validate enables the Khronos validation layer (when installed) and counts its errors;
+	// VKLLM_VK_VALIDATE=1 turns it on too.
+	Validate bool
+	// Quiet suppresses the capability roster log lines.
+	Quiet bool
+}
+
+var warnOnce sync.Map
+
+// Open creates the compute context on the chosen device and logs the capability roster.
+func Open(opts Options) (*Context, error) {
+	in, err := newInstance(opts.Validate || config.ValidationLayer.Bool())
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			in.destroy()
+		}
+	}()
+	devs := make([]DeviceInfo, len(in.physical))
+	for i := range in.physical {
+		if devs[i], err = in.query(i); err != nil {
+			return nil, err
+		}
+	}
+	info, err := ChooseDevice(devs, opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	c := &Context{Info: info, inst: in, physical: in.physical[info.Index], kernels: map[string]*Kernel{}}
+	if c.raw, err = queryRaw(in.handle, c.physical); err != nil {
+		return nil, fmt.Errorf("query Vulkan device %d: %w", info.Index, err)
+	}
+	if err := c.pickQueueFamily(); err != nil {
+		return nil, err
+	}
+	if c.dev, err = createLogicalDevice(in.handle, c.physical, c.family, c.raw); err != nil {
+		return nil, fmt.Errorf("create Vulkan device %q: %w", info.Name, err)
+	}
+	ok = true
+	if err := c.init(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if !opts.Quiet {
+		c.logRoster()
+		if c.inst.validate {
+			slog.Info("vulkan validation layer enabled", "layer", "VK_LAYER_KHRONOS_validation")
+		} else if opts.Validate || config.ValidationLayer.Bool() {
+			slog.Warn("vulkan validation layer requested but not installed", "remedy", "apt install vulkan-validationlayers")
+		}
+	}
+	return c, nil
+}
+
+func (c *Context) pickQueueFamily() error {
+	var n uint32
+	vk.GetPhysicalDeviceQueueFamilyProperties(c.physical, &n, nil)
+	fams := make([]vk.QueueFamilyProperties, n)
+	vk.GetPhysicalDeviceQueueFamilyProperties(c.physical, &n, fams)
+	best := -1
+	for i := range fams {
+		fams[i].Deref()
+		flags := vk.QueueFlagBits(fams[i].QueueFlags)
+		if flags&vk.QueueComputeBit == 0 {
+			continue
+		}
+		// Prefer a compute queue with timestamps; a compute-only family beats a graphics one.
+		if best < 0 || (fams[best].TimestampValidBits == 0 && fams[i].TimestampValidBits != 0) ||
+			(vk.QueueFlagBits(fams[best].QueueFlags)&vk.QueueGraphicsBit != 0 && flags&vk.QueueGraphicsBit == 0 && fams[i].TimestampValidBits != 0) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return fmt.Errorf("Vulkan device %q has no compute queue: choose another with --device or VKLLM_DEVICE", c.Info.Name)
+	}
+	c.family = uint32(best)
+	if fams[best].TimestampValidBits != 0 {
+		c.timestampNs = float64(c.raw.c.props.limits.timestampPeriod)
+	}
+	return nil
+}
+
+func (c *Context) init() error {
+	var q vk.Queue
+	vk.GetDeviceQueue(c.dev, c.family, 0, &q)
+	c.queue = q
+	var mp vk.PhysicalDeviceMemoryProperties
+	vk.GetPhysicalDeviceMemoryProperties(c.physical, &mp)
+	mp.Deref()
+	for i := uint32(0); i < mp.MemoryTypeCount; i++ {
+		mt := mp.MemoryTypes[i]
+		mt.Deref()
+		c.memTypes = append(c.memTypes, mt)
+	}
+	c.minOffsetAlign = uint64(c.raw.c.props.limits.minStorageBufferOffsetAlignment)
+	if c.minOffsetAlign == 0 {
+		c.minOffsetAlign = 16
+	}
+	var pool vk.CommandPool
+	if r := vk.CreateCommandPool(c.dev, &vk.CommandPoolCreateInfo{
+		SType:            vk.StructureTypeCommandPoolCreateInfo,
+		Flags:            vk.CommandPoolCreateFlags(vk.CommandPoolCreateResetCommandBufferBit),
+		QueueFamilyIndex: c.family,
+	}, nil, &pool); r != vk.Success {
+		return fmt.Errorf("create command pool: %w", resultError(r))
+	}
+	c.cmdPool = pool
+	var fence vk.Fence
+	if r := vk.CreateFence(c.dev, &vk.FenceCreateInfo{SType: vk.StructureTypeFenceCreateInfo}, nil, &fence); r != vk.Success {
+		return fmt.Errorf("create fence: %w", resultError(r))
+	}
+	c.fence = fence
+	return nil
+}
+
+// capability is one line of the init roster.
+type capability struct {
+	name    string
+	present bool
+	selects string
+	absent  string // what is lost, for the one-time warning of an absent fast tier
+	fast    bool   // a fast tier worth a warning when absent
+	ext     string
+}
+
+func (c *Context) capabilities() []capability {
+	f := c.Info.Features
+	return []capability{
+		{name: "16-bit storage", present: f[FeatureStorage16], selects: "enabled; kernels read f16 and quantized blocks as 32-bit words on every tier", ext: "VK_KHR_16bit_storage"},
+		{name: "8-bit storage", present: f[FeatureStorage8], selects: "enabled; kernels read quantized bytes from 32-bit words on every tier", ext: "VK_KHR_8bit_storage"},
+		{name: "float16 arithmetic", present: f[FeatureFP16], selects: "enabled; kernels compute in f32 (f16 only for KV storage and llama.cpp-matching rounding)", ext: "VK_KHR_shader_float16_int8"},
+		{name: "int8 dot product", present: f[FeatureInt8Dot], selects: "enabled; matmuls dequantize to f32 (no int8 dot tier yet)", ext: "VK_KHR_shader_integer_dot_product"},
+		{name: "KHR cooperative matrix", present: f[FeatureCoopmatKHR], selects: "prefill GEMM on the shared-memory tier (no cooperative-matrix tier yet)", fast: true, ext: "VK_KHR_cooperative_matrix",
+			absent: "prefill GEMM runs on the shared-memory tier"},
+		{name: "NV cooperative matrix 2", present: f[FeatureCoopmat2NV], selects: "prefill GEMM on the shared-memory tier (no cooperative-matrix tier yet)", ext: "VK_NV_cooperative_matrix2"},
+		{name: "memory budget", present: f[FeatureMemoryBudget], selects: "the plan's room comes from the driver's budget", ext: "VK_EXT_memory_budget"},
+	}
+}
+
+func (c *Context) logRoster() {
+	d := c.Info
+	slog.Info("vulkan device", "index", d.Index, "name", d.Name, "type", d.Type, "driver", d.DriverName, "api", d.APIVersion)
+	for _, cp := range c.capabilities() {
+		slog.Info("vulkan capability", "cap", cp.name, "present", cp.present, "ext", cp.ext, "selects", cp.selects)
+		if cp.fast && !cp.present {
+			if _, seen := warnOnce.LoadOrStore(d.Key()+cp.ext, true); !seen {
+				slog.Warn("vulkan fast tier absent", "ext", cp.ext, "effect", cp.absent)
+			}
+		}
+	}
+	slog.Info("vulkan capability", "cap", "subgroup size", "value", d.SubgroupSize)
+	slog.Info("vulkan capability", "cap", "max storage buffer range", "mib", d.MaxStorageBufferRange>>20, "selects", "every binding and weight slice stays under it")
+	slog.Info("vulkan capability", "cap", "max allocation size", "mib", d.MaxAllocationSize>>20, "selects", "memory blocks are allocated at most this large")
+}
+
+// ValidationErrors reports how many validation-layer errors this process has seen, the last
+// message, and whether validation is active on this context.
+func (c *Context) ValidationErrors() (n int, last string, active bool) {
+	n, last = validationErrors()
+	return n, last, c.inst.validate
+}
+
+// Close waits for the device to go idle and destroys everything made from the context.
+func (c *Context) Close() error {
+	if c == nil || c.closed {
+		return nil
+	}
+	c.closed = true
+	if n, last, active := c.ValidationErrors(); active && n > 0 {
+		slog.Warn("vulkan validation errors", "count", n, "last", last)
+	}
+	if c.dev != nil {
+		vk.DeviceWaitIdle(c.dev)
+		for _, k := range c.kernels {
+			k.destroy(c.dev)
+		}
+		if c.staging != nil {
+			c.staging.Free()
+		}
+		for _, p := range c.pools {
+			p.destroy(c.dev)
+		}
+		if c.fence != vk.NullFence {
+			vk.DestroyFence(c.dev, c.fence, nil)
+		}
+		if c.cmdPool != vk.NullCommandPool {
+			vk.DestroyCommandPool(c.dev, c.cmdPool, nil)
+		}
+		vk.DestroyDevice(c.dev, nil)
+	}
+	c.inst.destroy()
+	return nil
+}
+
+// memoryType returns a memory type index allowed by bits with all of want (and preferring
+// also prefer), or an error.
+func (c *Context) memoryType(bits uint32, want, prefer vk.MemoryPropertyFlagBits) (uint32, vk.MemoryPropertyFlagBits, error) {
+	found := -1
+	for i, mt := range c.memTypes {
+		flags := vk.MemoryPropertyFlagBits(mt.PropertyFlags)
+		if bits&(1<<uint(i)) == 0 || flags&want != want {
+			continue
+		}
+		if found < 0 || (prefer != 0 && flags&prefer == prefer && vk.MemoryPropertyFlagBits(c.memTypes[found].PropertyFlags)&prefer != prefer) {
+			found = i
+		}
+	}
+	if found < 0 {
+		return 0, 0, fmt.Errorf("no Vulkan memory type with flags %#x among %#x", uint32(want), bits)
+	}
+	return uint32(found), vk.MemoryPropertyFlagBits(c.memTypes[found].PropertyFlags), nil
+}
+
+// memPool is one kind of memory (device-local or host-visible) carved from blocks no larger
+// than the device's maxMemoryAllocationSize.
+type memPool struct {
+	typeIndex uint32
+	flags     vk.MemoryPropertyFlagBits
+	blocks    []*memBlock
+}
+
+type memBlock struct {
+	mem    vk.DeviceMemory
+	size   uint64
+	used   uint64
+	live   int
+	mapped unsafe.Pointer
+}
+
+func (p *memPool) destroy(dev vk.Device) {
+	for _, b := range p.blocks {
+		if b.mapped != nil {
+			vk.UnmapMemory(dev, b.mem)
+		}
+		vk.FreeMemory(dev, b.mem, nil)
+	}
+	p.blocks = nil
+}
+
+// defaultBlock is the size of a fresh memory block: large enough that a model needs few,
+// small enough to fit under every driver's allocation limit.
+const defaultBlock = 256 << 20
+
+func alignUp(v, a uint64) uint64 { return (v + a - 1) / a * a }
+
+// Buffer is a storage buffer bound to a slice of a memory block.
+type Buffer struct {
+	ctx    *Context
+	handle vk.Buffer
+	block  *memBlock
+	offset uint64
+	Size   uint64
+	host   bool // mapped host-visible memory: read and written directly
+}
+
+// ErrTooLarge reports a buffer over the device's allocation or binding limits.
+var ErrTooLarge = errors.New("buffer exceeds the device limit")
+
+// NewBuffer makes a storage buffer of size bytes; host asks for host-visible memory
+// (staging, small readbacks), else device-local memory (mapped too when the device's
+// device-local memory is host-visible).
+func (c *Context) NewBuffer(size uint64, host bool) (*Buffer, error) {
+	if size == 0 {
+		size = 4
+	}
+	size = alignUp(size, 4)
+	if size > c.Info.MaxAllocationSize {
+		return nil, fmt.Errorf("buffer of %d bytes over maxMemoryAllocationSize %d: %w", size, c.Info.MaxAllocationSize, ErrTooLarge)
+	}
+	var h vk.Buffer
+	usage := vk.BufferUsageStorageBufferBit | vk.BufferUsageTransferSrcBit | vk.BufferUsageTransferDstBit
+	if r := vk.CreateBuffer(c.dev, &vk.BufferCreateInfo{
+		SType:       vk.StructureTypeBufferCreateInfo,
+		Size:        vk.DeviceSize(size),
+		Usage:       vk.BufferUsageFlags(usage),
+		SharingMode: vk.SharingModeExclusive,
+	}, nil, &h); r != vk.Success {
+		return nil, fmt.Errorf("create buffer of %d bytes: %w", size, resultError(r))
+	}
+	var req vk.MemoryRequirements
+	vk.GetBufferMemoryRequirements(c.dev, h, &req)
+	req.Deref()
+	// Device buffers take the first device-local type (the driver lists its best first; on a
+	// discrete GPU without resizable BAR a host-visible device-local type is a 256 MiB window
+	// that weights must not fill). UMA devices' device-local memory is mapped anyway.
+	want := vk.MemoryPropertyDeviceLocalBit
+	prefer := vk.MemoryPropertyFlagBits(0)
+	if host {
+		want = vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit
+		prefer = vk.MemoryPropertyHostCachedBit
+	}
+	ti, flags, err := c.memoryType(req.MemoryTypeBits, want, prefer)
+	if err != nil {
+		vk.DestroyBuffer(c.dev, h, nil)
+		return nil, err
+	}
+	block, off, err := c.suballocate(ti, flags, uint64(req.Size), uint64(req.Alignment))
+	if err != nil {
+		vk.DestroyBuffer(c.dev, h, nil)
+		return nil, err
+	}
+	if r := vk.BindBufferMemory(c.dev, h, block.mem, vk.DeviceSize(off)); r != vk.Success {
+		vk.DestroyBuffer(c.dev, h, nil)
+		return nil, fmt.Errorf("bind buffer memory: %w", resultError(r))
+	}
+	block.live++
+	return &Buffer{ctx: c, handle: h, block: block, offset: off, Size: size, host: block.mapped != nil}, nil
+}
+
+func (c *Context) suballocate(ti uint32, flags vk.MemoryPropertyFlagBits, size, align uint64) (*memBlock, uint64, error) {
+	var pool *memPool
+	for _, p := range c.pools {
+		if p.typeIndex == ti {
+			pool = p
+		}
+	}
+	if pool == nil {
+		pool = &memPool{typeIndex: ti, flags: flags}
+		c.pools = append(c.pools, pool)
+	}
+	for _, b := range pool.blocks {
+		off := alignUp(b.used, align)
+		if off+size <= b.size {
+			b.used = off + size
+			return b, off, nil
+		}
+	}
+	bs := uint64(defaultBlock)
+	if size > bs {
+		bs = size
+	}
+	if bs > c.Info.MaxAllocationSize {
+		bs = c.Info.MaxAllocationSize
+	}
+	var mem vk.DeviceMemory
+	if r := vk.AllocateMemory(c.dev, &vk.MemoryAllocateInfo{
+		SType:           vk.StructureTypeMemoryAllocateInfo,
+		AllocationSize:  vk.DeviceSize(bs),
+		MemoryTypeIndex: ti,
+	}, nil, &mem); r != vk.Success {
+		return nil, 0, fmt.Errorf("allocate %d MiB of device memory (type %d): %w", bs>>20, ti, resultError(r))
+	}
+	b := &memBlock{mem: mem, size: bs, used: size}
+	if flags&vk.MemoryPropertyHostVisibleBit != 0 && flags&vk.MemoryPropertyHostCoherentBit != 0 {
+		var p unsafe.Pointer
+		if r := vk.MapMemory(c.dev, mem, 0, vk.DeviceSize(bs), 0, &p); r == vk.Success {
+			b.mapped = p
+		}
+	}
+	pool.blocks = append(pool.blocks, b)
+	return b, 0, nil
+}
+
+// Free destroys the buffer; its block is released when every buffer in it is freed.
+func (b *Buffer) Free() {
+	if b == nil || b.handle == vk.NullBuffer {
+		return
+	}
+	c := b.ctx
+	vk.DestroyBuffer(c.dev, b.handle, nil)
+	b.handle = vk.NullBuffer
+	b.block.live--
+	if b.block.live == 0 {
+		b.block.used = 0
+	}
+}
+
+// bytes returns the mapped bytes of a host-visible buffer.
+func (b *Buffer) bytes() []byte {
+	return unsafe.Slice((*byte)(unsafe.Add(b.block.mapped, b.offset)), b.Size)
+}
+
+// Write copies data into the buffer at off (through the staging buffer when the buffer is
+// not host-visible).
+func (b *Buffer) Write(off uint64, data []byte) error {
+	if off+uint64(len(data)) > b.Size {
+		return fmt.Errorf("write %d bytes at %d into a %d-byte buffer: out of range", len(data), off, b.Size)
+	}
+	if b.host {
+		copy(b.bytes()[off:], data)
+		return nil
+	}
+	c := b.ctx
+	const chunk = 64 << 20
+	for done := 0; done < len(data); {
+		n := len(data) - done
+		if n > chunk {
+			n = chunk
+		}
+		st, err := c.stagingBuffer(uint64(n))
+		if err != nil {
+			return err
+		}
+		copy(st.bytes(), data[done:done+n])
+		if err := c.copyNow(st, 0, b, off+uint64(done), uint64(n)); err != nil {
+			return err
+		}
+		done += n
+	}
+	return nil
+}
+
+// Read copies n bytes at off out of the buffer.
+func (b *Buffer) Read(off, n uint64) ([]byte, error) {
+	if off+n > b.Size {
+		return nil, fmt.Errorf("read %d bytes at %d from a %d-byte buffer: out of range", n, off, b.Size)
+	}
+	out := make([]byte, n)
+	if b.host {
+		copy(out, b.bytes()[off:off+n])
+		return out, nil
+	}
+	c := b.ctx
+	st, err := c.stagingBuffer(n)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.copyNow(b, off, st, 0, n); err != nil {
+		return nil, err
+	}
+	copy(out, st.bytes()[:n])
+	return out, nil
+}
+
+func (c *Context) stagingBuffer(n uint64) (*Buffer, error) {
+	if c.staging != nil && c.staging.Size >= n {
+		return c.staging, nil
+	}
+	if c.staging != nil {
+		c.staging.Free()
+	}
+	size := alignUp(n, 1<<20)
+	st, err := c.NewBuffer(size, true)
+	if err != nil {
+		return nil, fmt.Errorf("staging buffer: %w", err)
+	}
+	c.staging = st
+	return st, nil
+}
+
+// copyNow records and runs one buffer copy.
+func (c *Context) copyNow(src *Buffer, srcOff uint64, dst *Buffer, dstOff, n uint64) error {
+	s, err := c.NewSeq()
+	if err != nil {
+		return err
+	}
+	defer s.Free()
+	s.Copy(src, srcOff, dst, dstOff, n)
+	return s.Run()
+}
+
+// WriteF32 writes float32 values at element offset off.
+func (b *Buffer) WriteF32(off int, v []float32) error {
+	return b.Write(uint64(4*off), f32Bytes(v))
+}
+
+// ReadF32 reads n float32 values at element offset off.
+func (b *Buffer) ReadF32(off, n int) ([]float32, error) {
+	raw, err := b.Read(uint64(4*off), uint64(4*n))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	copy(out, unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), n))
+	return out, nil
+}
+
+// WriteU32 writes uint32 values at element offset off.
+func (b *Buffer) WriteU32(off int, v []uint32) error {
+	if len(v) == 0 {
+		return nil
+	}
+	return b.Write(uint64(4*off), unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)))
+}
+
+// ReadU32 reads n uint32 values at element offset off.
+func (b *Buffer) ReadU32(off, n int) ([]uint32, error) {
+	raw, err := b.Read(uint64(4*off), uint64(4*n))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint32, n)
+	copy(out, unsafe.Slice((*uint32)(unsafe.Pointer(&raw[0])), n))
+	return out, nil
+}
+
+func f32Bytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}

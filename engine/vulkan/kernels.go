@@ -1,0 +1,273 @@
+package vulkan
+
+import (
+	"fmt"
+
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// Kernel entry points: each records one dispatch (no barrier) into a Seq. Shapes are in
+// elements; strides are elements between consecutive tokens. Errors (unknown type, bad
+// shape, binding over the storage range) are kept in the Seq and returned by End/Run.
+
+// weightSuffix names the shader variant of a weight type.
+func weightSuffix(t quant.Type) (string, bool) {
+	switch t {
+	case quant.F32:
+		return "f32", true
+	case quant.F16:
+		return "f16", true
+	case quant.Q4_0:
+		return "q4_0", true
+	case quant.Q4_1:
+		return "q4_1", true
+	case quant.Q5_0:
+		return "q5_0", true
+	case quant.Q5_1:
+		return "q5_1", true
+	case quant.Q8_0:
+		return "q8_0", true
+	case quant.Q4_K:
+		return "q4_k", true
+	case quant.Q5_K:
+		return "q5_k", true
+	case quant.Q6_K:
+		return "q6_k", true
+	}
+	return "", false
+}
+
+// SupportsWeight reports whether the kernels read weights of type t.
+func SupportsWeight(t quant.Type) bool {
+	_, ok := weightSuffix(t)
+	return ok
+}
+
+// blockElems is the granularity of a row of t in the shaders (F32/F16 rows: any length).
+func blockElems(t quant.Type) int {
+	if t == quant.F32 || t == quant.F16 {
+		return 1
+	}
+	return t.BlockSize()
+}
+
+func (s *Seq) kernel(name string, bindings, push int) *Kernel {
+	if s.err != nil {
+		return nil
+	}
+	k, err := s.c.Kernel(name, bindings, push)
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	return k
+}
+
+// matmulLanes is the threads per matrix row: GPUs spread a row over a subgroup's worth of
+// threads for memory coalescing; CPU implementations (lavapipe) pay per workgroup and per
+// barrier, so they take workgroups of eight rows.
+func (c *Context) matmulLanes() int {
+	if c.Info.Type == "cpu" {
+		return 8
+	}
+	return 16
+}
+
+// maxGroups is the per-dimension workgroup count every Vulkan device supports.
+const maxGroups = 65535
+
+// grid1D splits n workgroups over x and y.
+func grid1D(n int) (uint32, uint32) {
+	if n <= maxGroups {
+		return uint32(n), 1
+	}
+	return maxGroups, uint32((n + maxGroups - 1) / maxGroups)
+}
+
+// MatMul records Y[t][r] (+)= Σ_k W[r][k]·X[t][k] for r < n rows of k elements of weight
+// type t and m tokens. m = 1 is the decode matvec.
+func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride int, accumulate bool) {
+	suf, ok := weightSuffix(t)
+	if !ok {
+		s.fail(fmt.Errorf("matmul: weight type %v has no Vulkan kernel", t))
+		return
+	}
+	if k%blockElems(t) != 0 || k <= 0 || n <= 0 || m <= 0 {
+		s.fail(fmt.Errorf("matmul %v: row length %d must be a positive multiple of %d (rows %d, tokens %d)", t, k, blockElems(t), n, m))
+		return
+	}
+	name := "matmul_" + suf // 8 tokens per workgroup
+	if m == 1 {
+		name = "matvec_" + suf // the single-token variant: no per-token branches
+	}
+	kern := s.kernel(name, 3, 32)
+	if kern == nil {
+		return
+	}
+	lanes := s.c.matmulLanes()
+	gx, gy := grid1D((n + 64/lanes - 1) / (64 / lanes))
+	acc := uint32(0)
+	if accumulate {
+		acc = 1
+	}
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(m), uint32(xStride), uint32(yStride), gx, acc, uint32(lanes)),
+		gx, gy, uint32((m+7)/8), w, x, y) // m == 1: one z group
+}
+
+// Embed records X[t][:] = row ids[t] of the k-element table W for m tokens. W holds rows
+// rowBase..rowBase+nRows-1 (a slice of a split table); other ids are left untouched.
+func (s *Seq) Embed(t quant.Type, w, ids, x Binding, k, m, rowBase, nRows, xStride int) {
+	suf, ok := weightSuffix(t)
+	if !ok {
+		s.fail(fmt.Errorf("embedding: type %v has no Vulkan kernel", t))
+		return
+	}
+	if k%blockElems(t) != 0 {
+		s.fail(fmt.Errorf("embedding %v: row length %d not a multiple of %d", t, k, blockElems(t)))
+		return
+	}
+	kern := s.kernel("embed_"+suf, 3, 20)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(k), uint32(m), uint32(nRows), uint32(xStride), uint32(rowBase)), uint32(m), 1, 1, w, ids, x)
+}
+
+// RMSNorm records Y[t] = X[t] / rms(X[t]) ⊙ g over n elements for m tokens.
+func (s *Seq) RMSNorm(x, g, y Binding, n, m, stride int, eps float32) {
+	kern := s.kernel("rmsnorm", 3, 16)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(n), uint32(m), uint32(stride), eps), uint32(m), 1, 1, x, g, y)
+}
+
+// Rope records the rotary embedding in place on m tokens of nHeads heads (positions
+// pos[0]+t); neox selects the NEOX pairing (i, i+ropeDim/2) over (2i, 2i+1). factors, when
+// its Buf is non-nil, holds ropeDim/2 frequency divisors (llama 3.1 rope_freqs).
+func (s *Seq) Rope(x, pos, factors Binding, headDim, nHeads, m, ropeDim int, base, scale float32, neox bool, stride int) {
+	if ropeDim%2 != 0 || ropeDim > headDim {
+		s.fail(fmt.Errorf("rope: rotary dimensions %d must be even and at most the head size %d", ropeDim, headDim))
+		return
+	}
+	kern := s.kernel("rope", 3, 36)
+	if kern == nil {
+		return
+	}
+	nx, hasF := uint32(0), uint32(1)
+	if neox {
+		nx = 1
+	}
+	if factors.Buf == nil {
+		factors, hasF = pos, 0 // any valid binding; the shader does not read it
+	}
+	total := m * nHeads * ropeDim / 2
+	s.Dispatch(kern, Push(uint32(headDim), uint32(nHeads), uint32(m), uint32(ropeDim), base, scale, nx, uint32(stride), hasF),
+		uint32((total+63)/64), 1, 1, x, pos, factors)
+}
+
+// KVStore records the f16 conversion of m rows of rowElems f32 into the cache at rows
+// pos[0].. .
+func (s *Seq) KVStore(src, cache, pos Binding, rowElems, m, srcStride int) {
+	if rowElems%2 != 0 {
+		s.fail(fmt.Errorf("kv store: row of %d elements is not even", rowElems))
+		return
+	}
+	kern := s.kernel("kvstore", 3, 12)
+	if kern == nil {
+		return
+	}
+	total := m * rowElems / 2
+	s.Dispatch(kern, Push(uint32(rowElems), uint32(m), uint32(srcStride)), uint32((total+63)/64), 1, 1, src, cache, pos)
+}
+
+// Attention records causal attention for m query tokens at positions pos[0].. over the f16
+// caches (nKV heads of headDim per row), writing nHead·headDim outputs per token.
+func (s *Seq) Attention(q, k, v, o, pos Binding, headDim, nHead, nKV, m, qStride, oStride int, scale float32) {
+	if headDim > 256 || headDim%2 != 0 || nKV == 0 || nHead%nKV != 0 {
+		s.fail(fmt.Errorf("attention: head size %d (max 256, even) with %d heads over %d KV heads is unsupported", headDim, nHead, nKV))
+		return
+	}
+	kern := s.kernel("attention", 5, 28)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), uint32(oStride), scale),
+		uint32(nHead), uint32(m), 1, q, k, v, o, pos)
+}
+
+// SwiGLU records Y = silu(G) ⊙ U over n elements.
+func (s *Seq) SwiGLU(g, u, y Binding, n int) {
+	kern := s.kernel("swiglu", 3, 4)
+	if kern == nil {
+		return
+	}
+	gx, gy := grid1D((n + 63) / 64)
+	s.Dispatch(kern, Push(uint32(n)), gx, gy, 1, g, u, y)
+}
+
+// Add records Y += A over n elements.
+func (s *Seq) Add(a, y Binding, n int) {
+	kern := s.kernel("add", 2, 4)
+	if kern == nil {
+		return
+	}
+	gx, gy := grid1D((n + 63) / 64)
+	s.Dispatch(kern, Push(uint32(n)), gx, gy, 1, a, y)
+}
+
+// Argmax records out[0] = argmax X[:n] (lowest index on ties).
+func (s *Seq) Argmax(x, out Binding, n int) {
+	kern := s.kernel("argmax", 2, 4)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(n)), 1, 1, 1, x, out)
+}
+
+// Activation rounding modes of the quantact shader.
+const (
+	actNone = 0 // F32 weights: activations used as they are
+	actF16  = 1 // F16 weights: activations rounded to f16
+	actQ8   = 2 // Q4_0/Q5_0/Q8_0 (Q8_0) and Q4_1/Q5_1 (Q8_1): 32-blocks of int8
+	actQ8K  = 3 // K-quants (Q8_K): 256-blocks of int8
+)
+
+// actMode is how activations are rounded before a product with weights of type t: the same
+// rounding llama.cpp's CPU path applies (quant.ActivationType), so greedy output and logits
+// agree with it.
+func actMode(t quant.Type) int {
+	if t == quant.F16 {
+		return actF16
+	}
+	switch quant.ActivationType(t) {
+	case quant.Q8_0, quant.Q8_1:
+		return actQ8
+	case quant.Q8_K:
+		return actQ8K
+	}
+	return actNone
+}
+
+// QuantizeActivations records Y = X rounded as a matmul with weight type t would see it
+// (see actMode) for m rows of k elements; it reports false, recording nothing, when t uses the
+// activations unchanged.
+func (s *Seq) QuantizeActivations(t quant.Type, x, y Binding, k, m, stride int) bool {
+	mode := actMode(t)
+	if mode == actNone {
+		return false
+	}
+	block := map[int]int{actF16: 1, actQ8: 32, actQ8K: 256}[mode]
+	if k%block != 0 {
+		s.fail(fmt.Errorf("activation rounding for %v: row of %d not a multiple of %d", t, k, block))
+		return true
+	}
+	kern := s.kernel("quantact", 2, 16)
+	if kern == nil {
+		return true
+	}
+	threads := m * k / block
+	gx, gy := grid1D((threads + 63) / 64)
+	s.Dispatch(kern, Push(uint32(k), uint32(m), uint32(stride), uint32(mode)), gx, gy, 1, x, y)
+	return true
+}

@@ -1,0 +1,503 @@
+package vulkan
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// Kernel tests: each kernel on lavapipe (or whatever device is first) against a plain Go
+// float64 reference on random inputs. Quantized weights are made with engine/quant and the
+// reference dequantizes them with engine/quant, so the only difference allowed is float32
+// accumulation order: |gpu - ref| <= 1e-5 · Σ|w·x| + 1e-6 for the matmuls.
+
+func randVec(rng *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64() * scale)
+	}
+	return v
+}
+
+func upload(t *testing.T, c *Context, v []float32) *Buffer {
+	t.Helper()
+	b, err := c.NewBuffer(uint64(4*len(v)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteF32(0, v); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Free)
+	return b
+}
+
+func uploadBytes(t *testing.T, c *Context, v []byte) *Buffer {
+	t.Helper()
+	b, err := c.NewBuffer(uint64(len(v)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(0, v); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Free)
+	return b
+}
+
+func uploadU32(t *testing.T, c *Context, v []uint32) *Buffer {
+	t.Helper()
+	b, err := c.NewBuffer(uint64(4*len(v)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteU32(0, v); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Free)
+	return b
+}
+
+func zeros(t *testing.T, c *Context, n int) *Buffer {
+	return upload(t, c, make([]float32, n))
+}
+
+func run(t *testing.T, c *Context, record func(s *Seq)) {
+	t.Helper()
+	s, err := c.NewSeq()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Free()
+	record(s)
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readF32(t *testing.T, b *Buffer, n int) []float32 {
+	t.Helper()
+	v, err := b.ReadF32(0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+var weightTypes = []quant.Type{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K}
+
+func TestMatMulMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
+	c := ctxOrSkip(t)
+	const k, n = 512, 37
+	for _, typ := range weightTypes {
+		for _, m := range []int{1, 11} {
+			t.Run(fmt.Sprintf("%v/tokens%d", typ, m), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(int64(typ)*100 + int64(m)))
+				wf := randVec(rng, k*n, 0.5)
+				wq, err := quant.Quantize(typ, wf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wd := make([]float32, k*n)
+				if err := quant.Dequantize(typ, wq, wd); err != nil {
+					t.Fatal(err)
+				}
+				x := randVec(rng, k*m, 1)
+				wb, xb := uploadBytes(t, c, wq), upload(t, c, x)
+				// Y starts at 1 to check that accumulate adds and plain overwrites.
+				ones := make([]float32, n*m)
+				for i := range ones {
+					ones[i] = 1
+				}
+				yb, ya := upload(t, c, ones), upload(t, c, ones)
+				run(t, c, func(s *Seq) {
+					s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, m, k, n, false)
+					s.MatMul(typ, wb.All(), xb.All(), ya.All(), k, n, m, k, n, true)
+				})
+				got, gotAcc := readF32(t, yb, n*m), readF32(t, ya, n*m)
+				worst := 0.0
+				for tok := 0; tok < m; tok++ {
+					for r := 0; r < n; r++ {
+						var ref, mag float64
+						for i := 0; i < k; i++ {
+							p := float64(wd[r*k+i]) * float64(x[tok*k+i])
+							ref += p
+							mag += math.Abs(p)
+						}
+						tol := 1e-5*mag + 1e-6
+						e := math.Abs(float64(got[tok*n+r]) - ref)
+						ea := math.Abs(float64(gotAcc[tok*n+r]) - (ref + 1))
+						if e > tol || ea > tol {
+							t.Fatalf("token %d row %d: got %v (accumulated %v), want %v (+1), tol %g", tok, r, got[tok*n+r], gotAcc[tok*n+r], ref, tol)
+						}
+						worst = math.Max(worst, e/mag)
+					}
+				}
+				t.Logf("max |err|/Σ|w·x| = %.2g", worst)
+			})
+		}
+	}
+}
+
+func TestMatMulRejectsRowsNotWholeBlocks(t *testing.T) {
+	c := ctxOrSkip(t)
+	b := zeros(t, c, 1024)
+	s, err := c.NewSeq()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Free()
+	s.MatMul(quant.Q4_K, b.All(), b.All(), b.All(), 128, 2, 1, 128, 2, false)
+	if err := s.End(); err == nil {
+		t.Fatal("Q4_K rows of 128 elements accepted")
+	}
+}
+
+func TestEmbedGathersDequantizedRows(t *testing.T) {
+	c := ctxOrSkip(t)
+	const k, rows = 256, 10
+	ids := []uint32{3, 0, 9, 3}
+	for _, typ := range weightTypes {
+		t.Run(typ.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(typ)))
+			wq, err := quant.Quantize(typ, randVec(rng, k*rows, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wd := make([]float32, k*rows)
+			if err := quant.Dequantize(typ, wq, wd); err != nil {
+				t.Fatal(err)
+			}
+			wb, ib, xb := uploadBytes(t, c, wq), uploadU32(t, c, ids), zeros(t, c, k*len(ids))
+			run(t, c, func(s *Seq) { s.Embed(typ, wb.All(), ib.All(), xb.All(), k, len(ids), 0, rows, k) })
+			got := readF32(t, xb, k*len(ids))
+			for tk, id := range ids {
+				for i := 0; i < k; i++ {
+					want := wd[int(id)*k+i]
+					if d := math.Abs(float64(got[tk*k+i] - want)); d > 1e-6*math.Max(1, math.Abs(float64(want))) {
+						t.Fatalf("token %d (row %d) element %d: got %v, want %v", tk, id, i, got[tk*k+i], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A table split in two slices (rows 0..5 and 6..9) fills every token from the right slice.
+func TestEmbedOverASplitTableWritesEachTokenOnce(t *testing.T) {
+	c := ctxOrSkip(t)
+	const k, rows, split = 64, 10, 6
+	rng := rand.New(rand.NewSource(3))
+	wq, err := quant.Quantize(quant.Q8_0, randVec(rng, k*rows, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := make([]float32, k*rows)
+	if err := quant.Dequantize(quant.Q8_0, wq, wd); err != nil {
+		t.Fatal(err)
+	}
+	rb := quant.Q8_0.BlockBytes() * k / quant.Q8_0.BlockSize()
+	lo, hi := uploadBytes(t, c, wq[:split*rb]), uploadBytes(t, c, wq[split*rb:])
+	ids := []uint32{9, 2, 6, 5}
+	ib, xb := uploadU32(t, c, ids), zeros(t, c, k*len(ids))
+	run(t, c, func(s *Seq) {
+		s.Embed(quant.Q8_0, lo.All(), ib.All(), xb.All(), k, len(ids), 0, split, k)
+		s.Embed(quant.Q8_0, hi.All(), ib.All(), xb.All(), k, len(ids), split, rows-split, k)
+	})
+	got := readF32(t, xb, k*len(ids))
+	for tk, id := range ids {
+		for i := 0; i < k; i++ {
+			if got[tk*k+i] != wd[int(id)*k+i] {
+				t.Fatalf("token %d (row %d) element %d: got %v, want %v", tk, id, i, got[tk*k+i], wd[int(id)*k+i])
+			}
+		}
+	}
+}
+
+func TestRMSNormMatchesReference(t *testing.T) {
+	c := ctxOrSkip(t)
+	rng := rand.New(rand.NewSource(1))
+	const n, m = 300, 3
+	const eps = 1e-5
+	x, g := randVec(rng, n*m, 2), randVec(rng, n, 1)
+	xb, gb, yb := upload(t, c, x), upload(t, c, g), zeros(t, c, n*m)
+	run(t, c, func(s *Seq) { s.RMSNorm(xb.All(), gb.All(), yb.All(), n, m, n, eps) })
+	got := readF32(t, yb, n*m)
+	for tk := 0; tk < m; tk++ {
+		var ss float64
+		for i := 0; i < n; i++ {
+			ss += float64(x[tk*n+i]) * float64(x[tk*n+i])
+		}
+		scale := 1 / math.Sqrt(ss/n+eps)
+		for i := 0; i < n; i++ {
+			want := float64(x[tk*n+i]) * scale * float64(g[i])
+			if math.Abs(float64(got[tk*n+i])-want) > 1e-5*math.Max(1, math.Abs(want)) {
+				t.Fatalf("token %d element %d: got %v, want %v (rel tol 1e-5)", tk, i, got[tk*n+i], want)
+			}
+		}
+	}
+}
+
+func ropeRef(x []float32, pos0, headDim, nHeads, m, ropeDim int, base, scale float64, neox bool, factors []float32) []float32 {
+	out := append([]float32(nil), x...)
+	half := ropeDim / 2
+	for t := 0; t < m; t++ {
+		for h := 0; h < nHeads; h++ {
+			for i := 0; i < half; i++ {
+				theta := float64(pos0+t) * scale * math.Pow(base, -2*float64(i)/float64(ropeDim))
+				if factors != nil {
+					theta /= float64(factors[i])
+				}
+				c, s := math.Cos(theta), math.Sin(theta)
+				b := t*nHeads*headDim + h*headDim
+				a, bb := b+2*i, b+2*i+1
+				if neox {
+					a, bb = b+i, b+i+half
+				}
+				x0, x1 := float64(x[a]), float64(x[bb])
+				out[a] = float32(x0*c - x1*s)
+				out[bb] = float32(x0*s + x1*c)
+			}
+		}
+	}
+	return out
+}
+
+func TestRopeMatchesReferenceInBothPairings(t *testing.T) {
+	c := ctxOrSkip(t)
+	const headDim, nHeads, m = 64, 3, 4
+	for _, tc := range []struct {
+		name    string
+		neox    bool
+		ropeDim int
+		pos0    int
+		factors bool
+	}{
+		{"normal", false, 64, 7, false},
+		{"neox", true, 64, 1000, false},
+		{"neox partial rotary", true, 32, 5, false},
+		{"normal with frequency factors", false, 64, 300, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(tc.pos0)))
+			x := randVec(rng, headDim*nHeads*m, 1)
+			xb, pb := upload(t, c, x), uploadU32(t, c, []uint32{uint32(tc.pos0)})
+			var factors []float32
+			var fb Binding
+			if tc.factors {
+				factors = make([]float32, tc.ropeDim/2)
+				for i := range factors {
+					factors[i] = 1 + float32(i%5)
+				}
+				fb = upload(t, c, factors).All()
+			}
+			run(t, c, func(s *Seq) {
+				s.Rope(xb.All(), pb.All(), fb, headDim, nHeads, m, tc.ropeDim, 10000, 1, tc.neox, headDim*nHeads)
+			})
+			got := readF32(t, xb, len(x))
+			want := ropeRef(x, tc.pos0, headDim, nHeads, m, tc.ropeDim, 10000, 1, tc.neox, factors)
+			// float32 angles at positions near 1000 carry ~1e-4 rad of rounding.
+			for i := range want {
+				if math.Abs(float64(got[i]-want[i])) > 5e-4 {
+					t.Fatalf("element %d: got %v, want %v (abs tol 5e-4)", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+func f16Round(v []float32) []float32 {
+	q, err := quant.Quantize(quant.F16, v)
+	if err != nil {
+		panic(err)
+	}
+	out := make([]float32, len(v))
+	if err := quant.Dequantize(quant.F16, q, out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func attentionRef(q, kc, vc []float32, pos0, headDim, nHead, nKV, m int, scale float64) []float32 {
+	out := make([]float32, m*nHead*headDim)
+	row := nKV * headDim
+	for t := 0; t < m; t++ {
+		last := pos0 + t
+		for h := 0; h < nHead; h++ {
+			kvh := h / (nHead / nKV)
+			sc := make([]float64, last+1)
+			mx := math.Inf(-1)
+			for j := 0; j <= last; j++ {
+				var d float64
+				for i := 0; i < headDim; i++ {
+					d += float64(q[t*nHead*headDim+h*headDim+i]) * float64(kc[j*row+kvh*headDim+i])
+				}
+				sc[j] = d * scale
+				mx = math.Max(mx, sc[j])
+			}
+			var sum float64
+			for j := range sc {
+				sc[j] = math.Exp(sc[j] - mx)
+				sum += sc[j]
+			}
+			for i := 0; i < headDim; i++ {
+				var acc float64
+				for j := 0; j <= last; j++ {
+					acc += sc[j] * float64(vc[j*row+kvh*headDim+i])
+				}
+				out[t*nHead*headDim+h*headDim+i] = float32(acc / sum)
+			}
+		}
+	}
+	return out
+}
+
+// Prefill writes 67 positions (more than one 64-key chunk) and attends causally; decode then
+// adds position 67 and attends over all 68. GQA: 4 query heads over 2 KV heads.
+func TestAttentionPrefillAndDecodeMatchReference(t *testing.T) {
+	c := ctxOrSkip(t)
+	const headDim, nHead, nKV, prefill, ctx = 64, 4, 2, 67, 96
+	rng := rand.New(rand.NewSource(5))
+	row := nKV * headDim
+	scale := 1 / math.Sqrt(headDim)
+	kAll, vAll := randVec(rng, (prefill+1)*row, 1), randVec(rng, (prefill+1)*row, 1)
+	kCache, err := c.NewBuffer(uint64(ctx*row*2), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kCache.Free)
+	vCache, err := c.NewBuffer(uint64(ctx*row*2), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vCache.Free)
+	kf, vf := f16Round(kAll), f16Round(vAll)
+	for _, step := range []struct {
+		name string
+		pos0 int
+		m    int
+	}{{"prefill", 0, prefill}, {"decode", prefill, 1}} {
+		t.Run(step.name, func(t *testing.T) {
+			q := randVec(rng, step.m*nHead*headDim, 1)
+			kb := upload(t, c, kAll[step.pos0*row:(step.pos0+step.m)*row])
+			vb := upload(t, c, vAll[step.pos0*row:(step.pos0+step.m)*row])
+			qb, ob, pb := upload(t, c, q), zeros(t, c, step.m*nHead*headDim), uploadU32(t, c, []uint32{uint32(step.pos0)})
+			run(t, c, func(s *Seq) {
+				s.KVStore(kb.All(), kCache.All(), pb.All(), row, step.m, row)
+				s.KVStore(vb.All(), vCache.All(), pb.All(), row, step.m, row)
+				s.Barrier()
+				s.Attention(qb.All(), kCache.All(), vCache.All(), ob.All(), pb.All(), headDim, nHead, nKV, step.m, nHead*headDim, nHead*headDim, float32(scale))
+			})
+			got := readF32(t, ob, step.m*nHead*headDim)
+			// The kernel multiplies the f16 cache with f16-rounded queries, as llama.cpp does.
+			want := attentionRef(f16Round(q), kf, vf, step.pos0, headDim, nHead, nKV, step.m, scale)
+			// The kernel keeps the weighted value sum in f16 (rounded after every position, as
+			// llama.cpp's CPU path does): each element may be off by ~√positions f16 roundings,
+			// and the mean error must stay at f16 precision.
+			var sum float64
+			for i := range want {
+				e := math.Abs(float64(got[i]-want[i])) / math.Max(1, math.Abs(float64(want[i])))
+				sum += e
+				if e > 5e-3 {
+					t.Fatalf("output %d: got %v, want %v (rel tol 5e-3)", i, got[i], want[i])
+				}
+			}
+			if mean := sum / float64(len(want)); mean > 5e-4 {
+				t.Fatalf("mean relative error %.2g, want under 5e-4", mean)
+			}
+		})
+	}
+}
+
+func TestSwiGLUAddAndArgmaxMatchReference(t *testing.T) {
+	c := ctxOrSkip(t)
+	rng := rand.New(rand.NewSource(9))
+	const n = 1000
+	g, u, a := randVec(rng, n, 3), randVec(rng, n, 1), randVec(rng, n, 1)
+	logits := randVec(rng, n, 1)
+	logits[617] = 9
+	logits[811] = 9 // a tie: the lower index wins
+	gb, ub, yb, ab := upload(t, c, g), upload(t, c, u), zeros(t, c, n), upload(t, c, a)
+	lb, ob := upload(t, c, logits), uploadU32(t, c, []uint32{0})
+	run(t, c, func(s *Seq) {
+		s.SwiGLU(gb.All(), ub.All(), yb.All(), n)
+		s.Barrier()
+		s.Add(ab.All(), yb.All(), n)
+		s.Argmax(lb.All(), ob.All(), n)
+	})
+	got := readF32(t, yb, n)
+	for i := 0; i < n; i++ {
+		gg := float64(g[i])
+		want := gg/(1+math.Exp(-gg))*float64(u[i]) + float64(a[i])
+		if math.Abs(float64(got[i])-want) > 1e-5*math.Max(1, math.Abs(want)) {
+			t.Fatalf("element %d: got %v, want %v (rel tol 1e-5)", i, got[i], want)
+		}
+	}
+	idx, err := ob.ReadU32(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx[0] != 617 {
+		t.Fatalf("argmax = %d, want 617", idx[0])
+	}
+}
+
+// The device rounds activations exactly as quant.QuantizeActivation does for every weight
+// type (values compared after decoding both to float32).
+func TestQuantizeActivationsMatchesQuantPackage(t *testing.T) {
+	c := ctxOrSkip(t)
+	const k, m = 512, 3
+	rng := rand.New(rand.NewSource(17))
+	x := randVec(rng, k*m, 2)
+	x[5] = 0.1 // a block with a tiny spread
+	xb := upload(t, c, x)
+	for _, typ := range weightTypes {
+		t.Run(typ.String(), func(t *testing.T) {
+			yb := zeros(t, c, k*m)
+			var recorded bool
+			run(t, c, func(s *Seq) { recorded = s.QuantizeActivations(typ, xb.All(), yb.All(), k, m, k) })
+			if typ == quant.F32 {
+				if recorded {
+					t.Fatal("F32 weights recorded an activation rounding")
+				}
+				return
+			}
+			got := readF32(t, yb, k*m)
+			at := quant.ActivationType(typ)
+			mismatches := 0
+			for tok := 0; tok < m; tok++ {
+				enc := quant.QuantizeActivation(typ, x[tok*k:(tok+1)*k], nil)
+				want := make([]float32, k)
+				if at == quant.F32 {
+					copy(want, unsafeF32(enc))
+				} else if err := quant.Dequantize(at, enc, want); err != nil {
+					t.Fatal(err)
+				}
+				for i := range want {
+					// Scales from a GPU division may differ by an ulp (1e-7 relative).
+					if math.Abs(float64(got[tok*k+i]-want[i])) > 1e-6*math.Abs(float64(want[i])) {
+						// A scale rounded differently may flip one rounding tie.
+						if math.Abs(float64(got[tok*k+i]-want[i])) > 0.02*math.Abs(float64(want[i]))+1e-6 {
+							t.Fatalf("token %d element %d: got %v, want %v", tok, i, got[tok*k+i], want[i])
+						}
+						mismatches++
+					}
+				}
+			}
+			if mismatches > k*m/1000 {
+				t.Fatalf("%d of %d values differ from quant.QuantizeActivation", mismatches, k*m)
+			}
+		})
+	}
+}
+
+func unsafeF32(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+	}
+	return out
+}

@@ -1,0 +1,694 @@
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/vkllm/vkllm/engine/config"
+	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// Window is the most prompt rows one prefill pass evaluates.
+const Window = 512
+
+// weightAlign rounds every weight buffer the way the resident plan counts it
+// (plan.UploadAlign), so the plan's weight bytes are the bytes the driver allocates.
+const weightAlign = 256
+
+// ErrUnsupported marks a model the resident driver cannot run (the caller falls back).
+var ErrUnsupported = errors.New("not supported by the Vulkan driver")
+
+// weight is a matrix resident on the device, split by rows into slices that each fit one
+// storage-buffer binding.
+type weight struct {
+	name   string
+	typ    quant.Type
+	rows   int
+	cols   int
+	slices []weightSlice
+}
+
+type weightSlice struct {
+	buf  *Buffer
+	row0 int
+	rows int
+}
+
+// vector is a float32 vector resident on the device.
+type vector struct{ buf *Buffer }
+
+type layerWeights struct {
+	attnNorm, ffnNorm vector
+	q, k, v, o        weight
+	gate, up, down    weight
+	kCache, vCache    *Buffer
+}
+
+// Resident is the whole-model resident forward pass of a llama-architecture model: every
+// weight uploaded in its GGUF layout, the KV cache in f16 on the device and scratch sized once
+// for a Window-row prefill. Decode replays one pre-recorded command buffer per token with the
+// token and position in device-visible buffers. It implements model.Runner and is not safe for
+// concurrent use.
+type Resident struct {
+	c      *Context
+	h      model.Hyperparameters
+	ctxLen int
+	rows   int // scratch rows (Window, or less for short contexts)
+
+	tokEmbd weight
+	output  weight
+	outNorm vector
+	factors vector // rope frequency factors (nil buffer when absent)
+	layers  []layerWeights
+
+	// scratch, token-major
+	x, xn, q, k, v, att, gate, up *Buffer
+	xq                            *Buffer // activations rounded for quantized weights
+	logits                        *Buffer // host-visible: rows × vocab
+	logitRows                     int
+	ids, pos, best                *Buffer // host-visible
+
+	decode *Seq // the pre-recorded single-token pass
+	closed bool
+	ownCtx bool
+
+	// allocated bytes by kind, for the plan comparison
+	Bytes ResidentBytes
+
+	prof    bool
+	profTok int
+	profSum map[string]float64
+}
+
+// ResidentBytes is what the driver allocated on the device, by kind.
+type ResidentBytes struct {
+	Weights uint64
+	KV      uint64
+	Scratch uint64
+}
+
+// ResidentOptions tunes NewResident.
+type ResidentOptions struct {
+	Context int // positions of the KV cache; 0: the model's context length
+	// OwnContext makes Close also close the Context (for a runner handed to the engine).
+	OwnContext bool
+	// Window is the most rows one prefill pass takes; 0: the package Window (512).
+	Window int
+}
+
+// CheckModel reports whether the resident driver can run m, with the reason when not.
+func CheckModel(m *model.Model) error {
+	h := m.Hyper
+	if h.Arch != "llama" {
+		return fmt.Errorf("architecture %q: %w (llama only)", h.Arch, ErrUnsupported)
+	}
+	if h.HeadDim > 256 || h.HeadDim%2 != 0 || h.ValueDim != h.HeadDim {
+		return fmt.Errorf("head size %d/%d: %w (even, at most 256, keys and values alike)", h.HeadDim, h.ValueDim, ErrUnsupported)
+	}
+	if h.HeadsKV == 0 || h.Heads%h.HeadsKV != 0 {
+		return fmt.Errorf("%d heads over %d KV heads: %w", h.Heads, h.HeadsKV, ErrUnsupported)
+	}
+	if h.Dim%4 != 0 {
+		return fmt.Errorf("embedding length %d: %w (must be a multiple of 4)", h.Dim, ErrUnsupported)
+	}
+	mats := []model.Matrix{m.TokenEmbd, m.Output}
+	for _, l := range m.Layers {
+		mats = append(mats, l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down)
+	}
+	for _, w := range mats {
+		if !SupportsWeight(w.Type) {
+			return fmt.Errorf("tensor %q of type %v: %w", w.Name, w.Type, ErrUnsupported)
+		}
+		if w.Cols%blockElems(w.Type) != 0 {
+			return fmt.Errorf("tensor %q: rows of %d elements are not whole %d-element units: %w", w.Name, w.Cols, blockElems(w.Type), ErrUnsupported)
+		}
+	}
+	return nil
+}
+
+// NewResident uploads m to the context's device. The context stays owned by the caller
+// (Close does not close it).
+func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, error) {
+	if err := CheckModel(m); err != nil {
+		return nil, err
+	}
+	h := m.Hyper
+	ctxLen := opts.Context
+	if ctxLen <= 0 {
+		ctxLen = h.ContextLength
+	}
+	if ctxLen <= 0 {
+		return nil, fmt.Errorf("resident driver: context length %d is not positive", ctxLen)
+	}
+	kvRowBytes := uint64(h.KDim() * 2)
+	if maxCtx := c.Info.MaxStorageBufferRange / kvRowBytes; uint64(ctxLen) > maxCtx {
+		return nil, fmt.Errorf("resident driver: context %d needs a %d-byte KV binding per layer, over maxStorageBufferRange %d (at most %d positions): %w",
+			ctxLen, uint64(ctxLen)*kvRowBytes, c.Info.MaxStorageBufferRange, maxCtx, ErrTooLarge)
+	}
+	r := &Resident{c: c, h: h, ctxLen: ctxLen, prof: config.GPUProf.Bool(), ownCtx: opts.OwnContext}
+	ok := false
+	defer func() {
+		if !ok {
+			r.Close()
+		}
+	}()
+	var err error
+	if r.tokEmbd, err = r.uploadMatrix(m.TokenEmbd); err != nil {
+		return nil, err
+	}
+	if m.Tied {
+		r.output = r.tokEmbd
+	} else if r.output, err = r.uploadMatrix(m.Output); err != nil {
+		return nil, err
+	}
+	if r.outNorm, err = r.uploadVector(m.OutputNorm); err != nil {
+		return nil, err
+	}
+	if f := h.Rope.Factors; f != nil {
+		if len(f) < h.Rope.Dims/2 {
+			return nil, fmt.Errorf("resident driver: rope_freqs has %d factors, want %d", len(f), h.Rope.Dims/2)
+		}
+		if r.factors, err = r.uploadVector(model.Vector{Name: "rope_freqs.weight", Values: f}); err != nil {
+			return nil, err
+		}
+	}
+	for i, l := range m.Layers {
+		var lw layerWeights
+		for _, p := range []struct {
+			dst *weight
+			src model.Matrix
+		}{{&lw.q, l.Q}, {&lw.k, l.K}, {&lw.v, l.V}, {&lw.o, l.O}, {&lw.gate, l.Gate}, {&lw.up, l.Up}, {&lw.down, l.Down}} {
+			if *p.dst, err = r.uploadMatrix(p.src); err != nil {
+				return nil, err
+			}
+		}
+		if lw.attnNorm, err = r.uploadVector(l.AttnNorm); err != nil {
+			return nil, err
+		}
+		if lw.ffnNorm, err = r.uploadVector(l.FFNNorm); err != nil {
+			return nil, err
+		}
+		kvBytes := uint64(ctxLen) * kvRowBytes
+		if lw.kCache, err = c.NewBuffer(kvBytes, false); err != nil {
+			return nil, fmt.Errorf("layer %d K cache: %w", i, err)
+		}
+		if lw.vCache, err = c.NewBuffer(kvBytes, false); err != nil {
+			return nil, fmt.Errorf("layer %d V cache: %w", i, err)
+		}
+		r.Bytes.KV += 2 * kvBytes
+		r.layers = append(r.layers, lw)
+	}
+	if err := r.allocScratch(opts.Window); err != nil {
+		return nil, err
+	}
+	if err := r.recordDecode(); err != nil {
+		return nil, err
+	}
+	ok = true
+	slog.Info("vulkan resident driver ready", "layers", h.Layers, "dim", h.Dim, "ctx", ctxLen, "kv", "f16",
+		"weights_mb", r.Bytes.Weights>>20, "kv_mb", r.Bytes.KV>>20, "scratch_mb", r.Bytes.Scratch>>20)
+	return r, nil
+}
+
+// uploadMatrix copies a matrix in its GGUF layout, split by rows so that every slice fits one
+// binding (slices start on 64-row boundaries, keeping output offsets aligned).
+func (r *Resident) uploadMatrix(m model.Matrix) (weight, error) {
+	w := weight{name: m.Name, typ: m.Type, rows: m.Rows, cols: m.Cols}
+	maxRows := int(r.c.Info.MaxStorageBufferRange / uint64(m.RowBytes))
+	if maxRows < m.Rows {
+		maxRows -= maxRows % 64
+	}
+	if maxRows <= 0 {
+		return w, fmt.Errorf("tensor %q: one row of %d bytes exceeds the storage-buffer range: %w", m.Name, m.RowBytes, ErrTooLarge)
+	}
+	if len(m.Data) < m.Rows*m.RowBytes {
+		return w, fmt.Errorf("tensor %q: %d bytes of data, want %d", m.Name, len(m.Data), m.Rows*m.RowBytes)
+	}
+	for r0 := 0; r0 < m.Rows; r0 += maxRows {
+		n := min(maxRows, m.Rows-r0)
+		buf, err := r.c.NewBuffer(alignUp(uint64(n*m.RowBytes), weightAlign), false)
+		if err != nil {
+			return w, fmt.Errorf("upload tensor %q: %w", m.Name, err)
+		}
+		w.slices = append(w.slices, weightSlice{buf: buf, row0: r0, rows: n})
+		if err := buf.Write(0, m.Data[r0*m.RowBytes:(r0+n)*m.RowBytes]); err != nil {
+			return w, fmt.Errorf("upload tensor %q: %w", m.Name, err)
+		}
+		r.Bytes.Weights += buf.Size
+	}
+	return w, nil
+}
+
+func (r *Resident) uploadVector(v model.Vector) (vector, error) {
+	if v.Values == nil {
+		return vector{}, fmt.Errorf("vector %q is missing", v.Name)
+	}
+	buf, err := r.c.NewBuffer(alignUp(uint64(4*len(v.Values)), weightAlign), false)
+	if err != nil {
+		return vector{}, fmt.Errorf("upload %q: %w", v.Name, err)
+	}
+	if err := buf.WriteF32(0, v.Values); err != nil {
+		buf.Free()
+		return vector{}, fmt.Errorf("upload %q: %w", v.Name, err)
+	}
+	r.Bytes.Weights += buf.Size
+	return vector{buf: buf}, nil
+}
+
+func (r *Resident) allocScratch(window int) error {
+	h := r.h
+	if window <= 0 {
+		window = Window
+	}
+	r.rows = min(window, r.ctxLen)
+	rng := r.c.Info.MaxStorageBufferRange
+	// The widest activation must fit one binding for a full window.
+	for r.rows > 1 && uint64(r.rows*max(h.FFN, h.QDim(), h.Dim)*4) > rng {
+		r.rows /= 2
+	}
+	r.logitRows = max(1, min(r.rows, int(rng/uint64(4*h.VocabSize))))
+	type alloc struct {
+		dst  **Buffer
+		n    int
+		host bool
+	}
+	for _, a := range []alloc{
+		{&r.x, r.rows * h.Dim, false}, {&r.xn, r.rows * h.Dim, false},
+		{&r.q, r.rows * h.QDim(), false}, {&r.k, r.rows * h.KDim(), false}, {&r.v, r.rows * h.VDim(), false},
+		{&r.att, r.rows * h.QDim(), false}, {&r.gate, r.rows * h.FFN, false}, {&r.up, r.rows * h.FFN, false},
+		{&r.xq, r.rows * max(h.FFN, h.QDim(), h.Dim), false},
+		{&r.logits, r.logitRows * h.VocabSize, true},
+		{&r.ids, r.rows, true}, {&r.pos, 1, true}, {&r.best, 1, true},
+	} {
+		b, err := r.c.NewBuffer(uint64(4*a.n), a.host)
+		if err != nil {
+			return fmt.Errorf("scratch: %w", err)
+		}
+		*a.dst = b
+		r.Bytes.Scratch += b.Size
+	}
+	return nil
+}
+
+// matmul records Y = W·X over m tokens, one dispatch per row slice of W.
+func (r *Resident) matmul(s *Seq, w weight, x Binding, y *Buffer, yOff uint64, m, xStride, yStride int, accumulate bool) {
+	for _, sl := range w.slices {
+		off := yOff + uint64(4*sl.row0)
+		size := uint64(4 * ((m-1)*yStride + sl.rows))
+		s.MatMul(w.typ, sl.buf.All(), x, y.Range(off, size), w.cols, sl.rows, m, xStride, yStride, accumulate)
+	}
+}
+
+// projection is one matrix product of a shared input: Y (+)= W·X.
+type projection struct {
+	w       weight
+	y       *Buffer
+	yStride int
+	acc     bool
+}
+
+// project records the products of m rows of k-element input x (stride k) with each weight.
+// Inputs are first rounded the way llama.cpp's CPU path rounds them for each weight type
+// (f16, Q8_0/Q8_1 or Q8_K blocks) into xq; weights sharing a rounding share one pass.
+func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
+	done := make([]bool, len(ps))
+	xq := r.xq.Range(0, uint64(4*m*k))
+	for i := range ps {
+		if done[i] {
+			continue
+		}
+		mode := actMode(ps[i].w.typ)
+		src := x
+		if mode != actNone {
+			if i > 0 {
+				s.Barrier() // an earlier group may still read xq
+			}
+			s.QuantizeActivations(ps[i].w.typ, x, xq, k, m, k)
+			s.Barrier()
+			src = xq
+		}
+		for j := i; j < len(ps); j++ {
+			if !done[j] && actMode(ps[j].w.typ) == mode {
+				r.matmul(s, ps[j].w, src, ps[j].y, 0, m, k, ps[j].yStride, ps[j].acc)
+				done[j] = true
+			}
+		}
+	}
+}
+
+// record records the forward pass of m tokens (ids/pos buffers already hold them) up to the
+// final norm; head adds the output projection of the rows from first, count rows.
+func (r *Resident) record(s *Seq, m int) {
+	h := r.h
+	dim, qd, kd, vd, ff := h.Dim, h.QDim(), h.KDim(), h.VDim(), h.FFN
+	stamp := func(label string) {
+		if r.prof {
+			s.Stamp(label)
+		}
+	}
+	stamp("start")
+	for _, sl := range r.tokEmbd.slices {
+		s.Embed(r.tokEmbd.typ, sl.buf.All(), r.ids.All(), r.x.All(), dim, m, sl.row0, sl.rows, dim)
+	}
+	s.Barrier()
+	stamp("embed")
+	ropeDims := h.Rope.Dims
+	if ropeDims == 0 {
+		ropeDims = h.HeadDim
+	}
+	neox := h.Rope.Kind == model.RopeNeoX
+	freqScale := h.Rope.FreqScale
+	if freqScale == 0 {
+		freqScale = 1
+	}
+	var factors Binding
+	if r.factors.buf != nil {
+		factors = r.factors.buf.All()
+	}
+	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
+	for _, l := range r.layers {
+		s.RMSNorm(r.x.All(), l.attnNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
+		s.Barrier()
+		stamp("norm")
+		r.project(s, r.xn.All(), dim, m,
+			projection{l.q, r.q, qd, false}, projection{l.k, r.k, kd, false}, projection{l.v, r.v, vd, false})
+		s.Barrier()
+		stamp("qkv")
+		s.Rope(r.q.All(), r.pos.All(), factors, h.HeadDim, h.Heads, m, ropeDims, h.Rope.FreqBase, freqScale, neox, qd)
+		s.Rope(r.k.All(), r.pos.All(), factors, h.HeadDim, h.HeadsKV, m, ropeDims, h.Rope.FreqBase, freqScale, neox, kd)
+		s.Barrier()
+		s.KVStore(r.k.All(), l.kCache.All(), r.pos.All(), kd, m, kd)
+		s.KVStore(r.v.All(), l.vCache.All(), r.pos.All(), vd, m, vd)
+		s.Barrier()
+		stamp("rope_kv")
+		s.Attention(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, scale)
+		s.Barrier()
+		stamp("attention")
+		r.project(s, r.att.All(), qd, m, projection{l.o, r.x, dim, true})
+		s.Barrier()
+		stamp("attn_out")
+		s.RMSNorm(r.x.All(), l.ffnNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
+		s.Barrier()
+		stamp("norm")
+		r.project(s, r.xn.All(), dim, m, projection{l.gate, r.gate, ff, false}, projection{l.up, r.up, ff, false})
+		s.Barrier()
+		stamp("ffn_up")
+		s.SwiGLU(r.gate.Range(0, uint64(4*m*ff)), r.up.Range(0, uint64(4*m*ff)), r.gate.Range(0, uint64(4*m*ff)), m*ff)
+		s.Barrier()
+		stamp("swiglu")
+		r.project(s, r.gate.All(), ff, m, projection{l.down, r.x, dim, true})
+		s.Barrier()
+		stamp("ffn_down")
+	}
+	s.RMSNorm(r.x.All(), r.outNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
+	s.Barrier()
+	stamp("norm")
+}
+
+// head records the output projection of count rows starting at row first into logits.
+func (r *Resident) head(s *Seq, first, count int) {
+	dim := r.h.Dim
+	x := r.xn.Range(uint64(4*first*dim), uint64(4*count*dim))
+	r.project(s, x, dim, count, projection{r.output, r.logits, r.h.VocabSize, false})
+}
+
+func (r *Resident) recordDecode() error {
+	s, err := r.c.NewSeq()
+	if err != nil {
+		return err
+	}
+	if r.prof {
+		if err := s.EnableTimestamps(16 + 10*len(r.layers)); err != nil {
+			s.Free()
+			return err
+		}
+	}
+	r.record(s, 1)
+	r.head(s, 0, 1)
+	s.Barrier()
+	if r.prof {
+		s.Stamp("head")
+	}
+	s.Argmax(r.logits.Range(0, uint64(4*r.h.VocabSize)), r.best.All(), r.h.VocabSize)
+	if err := s.End(); err != nil {
+		s.Free()
+		return fmt.Errorf("record the decode pass: %w", err)
+	}
+	r.decode = s
+	return nil
+}
+
+func (r *Resident) checkTokens(tokens []int, pos int) error {
+	if len(tokens) == 0 {
+		return errors.New("vulkan eval: no tokens")
+	}
+	if pos < 0 || pos+len(tokens) > r.ctxLen {
+		return fmt.Errorf("vulkan eval: positions %d..%d outside the context of %d", pos, pos+len(tokens)-1, r.ctxLen)
+	}
+	for i, t := range tokens {
+		if t < 0 || t >= r.h.VocabSize {
+			return fmt.Errorf("vulkan eval: token %d at index %d outside the vocabulary of %d", t, i, r.h.VocabSize)
+		}
+	}
+	return nil
+}
+
+func (r *Resident) setInputs(tokens []int, pos int) error {
+	ids := make([]uint32, len(tokens))
+	for i, t := range tokens {
+		ids[i] = uint32(t)
+	}
+	if err := r.ids.WriteU32(0, ids); err != nil {
+		return err
+	}
+	return r.pos.WriteU32(0, []uint32{uint32(pos)})
+}
+
+// Eval runs tokens at positions pos.. and returns the last token's logits, or every token's
+// when wantAllLogits.
+func (r *Resident) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, error) {
+	if r.closed {
+		return nil, errors.New("vulkan eval: runner is closed")
+	}
+	if err := r.checkTokens(tokens, pos); err != nil {
+		return nil, err
+	}
+	vocab := r.h.VocabSize
+	var all []float32
+	if wantAllLogits {
+		all = make([]float32, 0, len(tokens)*vocab)
+	}
+	for start := 0; start < len(tokens); {
+		n := min(r.rows, len(tokens)-start)
+		win := tokens[start : start+n]
+		if err := r.setInputs(win, pos+start); err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			if err := r.runDecode(); err != nil {
+				return nil, err
+			}
+			lg, err := r.logits.ReadF32(0, vocab)
+			if err != nil {
+				return nil, err
+			}
+			if wantAllLogits {
+				all = append(all, lg...)
+			} else if start+n == len(tokens) {
+				return lg, nil
+			}
+			start += n
+			continue
+		}
+		last := start+n == len(tokens)
+		lg, err := r.prefill(n, wantAllLogits, last)
+		if err != nil {
+			return nil, err
+		}
+		if wantAllLogits {
+			all = append(all, lg...)
+		} else if last {
+			return lg, nil
+		}
+		start += n
+	}
+	return all, nil
+}
+
+func (r *Resident) runDecode() error {
+	t0 := time.Now()
+	if err := r.decode.Run(); err != nil {
+		return fmt.Errorf("vulkan decode: %w", err)
+	}
+	if r.prof {
+		r.profile(time.Since(t0))
+	}
+	return nil
+}
+
+// profile accumulates decode timings and logs a per-token average every 32 tokens.
+func (r *Resident) profile(wall time.Duration) {
+	tm, err := r.decode.Timings()
+	if err != nil || tm == nil {
+		return
+	}
+	if r.profSum == nil {
+		r.profSum = map[string]float64{}
+	}
+	for k, v := range tm {
+		r.profSum[k] += v
+	}
+	r.profSum["wall"] += float64(wall.Nanoseconds())
+	r.profTok++
+	if r.profTok%32 == 0 {
+		args := []any{"tokens", r.profTok}
+		for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "ffn_up", "swiglu", "ffn_down", "head", "wall"} {
+			args = append(args, k+"_us", math.Round(r.profSum[k]/float64(r.profTok)/1e3))
+		}
+		slog.Info("vulkan decode profile (per token)", args...)
+	}
+}
+
+// prefill runs a window of n > 1 rows already in ids/pos; it returns the last row's logits,
+// or all rows' when all.
+func (r *Resident) prefill(n int, all, last bool) ([]float32, error) {
+	t0 := time.Now()
+	s, err := r.c.NewSeq()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Free()
+	if r.prof {
+		if err := s.EnableTimestamps(16 + 10*len(r.layers)); err != nil {
+			return nil, err
+		}
+	}
+	r.record(s, n)
+	vocab := r.h.VocabSize
+	if !all {
+		if last {
+			r.head(s, n-1, 1)
+		}
+		if err := s.Run(); err != nil {
+			return nil, fmt.Errorf("vulkan prefill: %w", err)
+		}
+		r.logPrefill(s, n, time.Since(t0))
+		if !last {
+			return nil, nil
+		}
+		return r.logits.ReadF32(0, vocab)
+	}
+	if err := s.Run(); err != nil {
+		return nil, fmt.Errorf("vulkan prefill: %w", err)
+	}
+	r.logPrefill(s, n, time.Since(t0))
+	out := make([]float32, 0, n*vocab)
+	for first := 0; first < n; first += r.logitRows {
+		cnt := min(r.logitRows, n-first)
+		hs, err := r.c.NewSeq()
+		if err != nil {
+			return nil, err
+		}
+		r.head(hs, first, cnt)
+		err = hs.Run()
+		hs.Free()
+		if err != nil {
+			return nil, fmt.Errorf("vulkan output head: %w", err)
+		}
+		lg, err := r.logits.ReadF32(0, cnt*vocab)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lg...)
+	}
+	return out, nil
+}
+
+func (r *Resident) logPrefill(s *Seq, n int, wall time.Duration) {
+	if !r.prof {
+		return
+	}
+	tm, err := s.Timings()
+	if err != nil || tm == nil {
+		return
+	}
+	args := []any{"rows", n, "wall_ms", wall.Milliseconds()}
+	for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "ffn_up", "swiglu", "ffn_down"} {
+		args = append(args, k+"_us", math.Round(tm[k]/1e3))
+	}
+	slog.Info("vulkan prefill window profile", args...)
+}
+
+// Greedy runs one token at pos through the pre-recorded decode pass and returns the
+// device-side argmax of its logits (one submit, one 4-byte read).
+func (r *Resident) Greedy(token, pos int) (int, error) {
+	if err := r.checkTokens([]int{token}, pos); err != nil {
+		return 0, err
+	}
+	if err := r.setInputs([]int{token}, pos); err != nil {
+		return 0, err
+	}
+	if err := r.runDecode(); err != nil {
+		return 0, err
+	}
+	b, err := r.best.ReadU32(0, 1)
+	if err != nil {
+		return 0, err
+	}
+	return int(b[0]), nil
+}
+
+// Reset forgets the cached positions. Attention reads only positions before the current
+// one, so nothing on the device needs clearing.
+func (r *Resident) Reset() {}
+
+// Name identifies the runner.
+func (r *Resident) Name() string { return "vulkan:" + r.c.Info.Name }
+
+// Context returns the positions the KV cache holds.
+func (r *Resident) Context() int { return r.ctxLen }
+
+// Close frees every device buffer of the model (not the Context).
+func (r *Resident) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if r.decode != nil {
+		r.decode.Free()
+	}
+	freeW := func(w weight) {
+		for _, s := range w.slices {
+			s.buf.Free()
+		}
+	}
+	freeW(r.tokEmbd)
+	if r.output.slices != nil && (len(r.tokEmbd.slices) == 0 || r.output.slices[0].buf != r.tokEmbd.slices[0].buf) {
+		freeW(r.output)
+	}
+	for _, v := range []vector{r.outNorm, r.factors} {
+		v.buf.Free()
+	}
+	for _, l := range r.layers {
+		for _, w := range []weight{l.q, l.k, l.v, l.o, l.gate, l.up, l.down} {
+			freeW(w)
+		}
+		l.attnNorm.buf.Free()
+		l.ffnNorm.buf.Free()
+		l.kCache.Free()
+		l.vCache.Free()
+	}
+	for _, b := range []*Buffer{r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.best} {
+		b.Free()
+	}
+	if r.ownCtx {
+		return r.c.Close()
+	}
+	return nil
+}
+
+var _ model.Runner = (*Resident)(nil)

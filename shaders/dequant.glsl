@@ -1,0 +1,160 @@
+// dequant.glsl: reads GGUF/GGML quantized blocks from a uint-word storage buffer `w` and
+// expands one 32-element unit of a block into floats. The including shader defines exactly
+// one of T_F32 T_F16 T_Q4_0 T_Q4_1 T_Q5_0 T_Q5_1 T_Q8_0 T_Q4_K T_Q5_K T_Q6_K and declares
+// `w` (uint words). Offsets are in bytes; every block of these types starts 2-byte aligned.
+
+uint b8(uint off) { return (w[off >> 2] >> ((off & 3u) << 3)) & 0xffu; }
+uint u16(uint off) { return (w[off >> 2] >> ((off & 2u) << 3)) & 0xffffu; }
+uint u32at(uint off) { return u16(off) | (u16(off + 2u) << 16); }
+float f16at(uint off) { return unpackHalf2x16(u16(off)).x; }
+// load4: the 4 bytes at a 2-byte aligned offset (one word load when 4-aligned).
+uint load4(uint off) {
+    uint i = off >> 2;
+    return (off & 2u) == 0u ? w[i] : (w[i] >> 16) | (w[i + 1u] << 16);
+}
+int s8(uint off) { return int(b8(off) << 24) >> 24; }
+
+#if defined(T_F32)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 128u;
+#elif defined(T_F16)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 64u;
+#elif defined(T_Q4_0)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 18u;
+#elif defined(T_Q4_1)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 20u;
+#elif defined(T_Q5_0)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 22u;
+#elif defined(T_Q5_1)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 24u;
+#elif defined(T_Q8_0)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 34u;
+#elif defined(T_Q4_K)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 144u;
+#elif defined(T_Q5_K)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 176u;
+#elif defined(T_Q6_K)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 210u;
+#else
+#error "define a weight type"
+#endif
+
+const uint UNITS_PER_BLOCK = BLOCK_ELEMS / 32u;
+
+#if defined(T_Q4_K) || defined(T_Q5_K)
+// The 6-bit scale and min of sub-block j (0..7) from the 12 packed scale bytes at s.
+void scaleMinK4(uint s, uint j, out float sc, out float m) {
+    if (j < 4u) {
+        sc = float(b8(s + j) & 63u);
+        m = float(b8(s + j + 4u) & 63u);
+    } else {
+        sc = float((b8(s + j + 4u) & 0xfu) | ((b8(s + j - 4u) >> 6) << 4));
+        m = float((b8(s + j + 4u) >> 4) | ((b8(s + j) >> 6) << 4));
+    }
+}
+#endif
+
+// dq32 expands unit u (32 elements) of the block at byte offset base into v. Quantized bytes
+// are fetched four at a time.
+void dq32(uint base, uint u, out float v[32]) {
+#if defined(T_F32)
+    for (uint i = 0u; i < 32u; i++) v[i] = uintBitsToFloat(w[(base >> 2) + i]);
+#elif defined(T_F16)
+    for (uint i = 0u; i < 16u; i++) {
+        vec2 h = unpackHalf2x16(w[(base >> 2) + i]);
+        v[2u * i] = h.x; v[2u * i + 1u] = h.y;
+    }
+#elif defined(T_Q4_0)
+    float d = f16at(base);
+    for (uint i = 0u; i < 4u; i++) {
+        uint q4 = load4(base + 2u + 4u * i);
+        for (uint b = 0u; b < 4u; b++) {
+            uint q = (q4 >> (8u * b)) & 0xffu;
+            v[4u * i + b] = (float(q & 0xfu) - 8.0) * d;
+            v[4u * i + b + 16u] = (float(q >> 4) - 8.0) * d;
+        }
+    }
+#elif defined(T_Q4_1)
+    float d = f16at(base), m = f16at(base + 2u);
+    for (uint i = 0u; i < 4u; i++) {
+        uint q4 = w[(base >> 2) + 1u + i];
+        for (uint b = 0u; b < 4u; b++) {
+            uint q = (q4 >> (8u * b)) & 0xffu;
+            v[4u * i + b] = float(q & 0xfu) * d + m;
+            v[4u * i + b + 16u] = float(q >> 4) * d + m;
+        }
+    }
+#elif defined(T_Q5_0)
+    float d = f16at(base);
+    uint qh = load4(base + 2u);
+    for (uint i = 0u; i < 4u; i++) {
+        uint q4 = load4(base + 6u + 4u * i);
+        for (uint b = 0u; b < 4u; b++) {
+            uint j = 4u * i + b;
+            uint q = (q4 >> (8u * b)) & 0xffu;
+            v[j] = (float((q & 0xfu) | (((qh >> j) & 1u) << 4)) - 16.0) * d;
+            v[j + 16u] = (float((q >> 4) | (((qh >> (j + 16u)) & 1u) << 4)) - 16.0) * d;
+        }
+    }
+#elif defined(T_Q5_1)
+    float d = f16at(base), m = f16at(base + 2u);
+    uint qh = w[(base >> 2) + 1u];
+    for (uint i = 0u; i < 4u; i++) {
+        uint q4 = w[(base >> 2) + 2u + i];
+        for (uint b = 0u; b < 4u; b++) {
+            uint j = 4u * i + b;
+            uint q = (q4 >> (8u * b)) & 0xffu;
+            v[j] = float((q & 0xfu) | (((qh >> j) & 1u) << 4)) * d + m;
+            v[j + 16u] = float((q >> 4) | (((qh >> (j + 16u)) & 1u) << 4)) * d + m;
+        }
+    }
+#elif defined(T_Q8_0)
+    float d = f16at(base);
+    for (uint i = 0u; i < 8u; i++) {
+        uint q4 = load4(base + 2u + 4u * i);
+        for (uint b = 0u; b < 4u; b++) v[4u * i + b] = float(int(q4 << (24u - 8u * b)) >> 24) * d;
+    }
+#elif defined(T_Q4_K)
+    vec2 dm = unpackHalf2x16(w[base >> 2]);
+    float sc, m;
+    scaleMinK4(base + 4u, u, sc, m);
+    float a = dm.x * sc, bb = dm.y * m;
+    uint q = (base + 16u + 32u * (u >> 1)) >> 2;
+    uint shift = (u & 1u) * 4u;
+    for (uint i = 0u; i < 8u; i++) {
+        uint q4 = w[q + i] >> shift;
+        for (uint b = 0u; b < 4u; b++) v[4u * i + b] = a * float((q4 >> (8u * b)) & 0xfu) - bb;
+    }
+#elif defined(T_Q5_K)
+    vec2 dm = unpackHalf2x16(w[base >> 2]);
+    float sc, m;
+    scaleMinK4(base + 4u, u, sc, m);
+    float a = dm.x * sc, bb = dm.y * m;
+    uint qh = (base + 16u) >> 2;
+    uint ql = (base + 48u + 32u * (u >> 1)) >> 2;
+    uint shift = (u & 1u) * 4u;
+    for (uint i = 0u; i < 8u; i++) {
+        uint l4 = w[ql + i] >> shift;
+        uint h4 = w[qh + i] >> u;
+        for (uint b = 0u; b < 4u; b++) {
+            uint q = ((l4 >> (8u * b)) & 0xfu) | (((h4 >> (8u * b)) & 1u) << 4);
+            v[4u * i + b] = a * float(q) - bb;
+        }
+    }
+#elif defined(T_Q6_K)
+    float d = f16at(base + 208u);
+    uint h = u >> 2, k = u & 3u;
+    uint ql = base + 64u * h + (k & 1u) * 32u;
+    uint qh = base + 128u + 32u * h;
+    uint sc = base + 192u + 8u * h + 2u * k;
+    uint shift = (k >> 1) * 4u;
+    float d0 = d * float(s8(sc)), d1 = d * float(s8(sc + 1u));
+    for (uint i = 0u; i < 8u; i++) {
+        uint l4 = load4(ql + 4u * i) >> shift;
+        uint h4 = load4(qh + 4u * i) >> (2u * k);
+        for (uint b = 0u; b < 4u; b++) {
+            int q = int(((l4 >> (8u * b)) & 0xfu) | (((h4 >> (8u * b)) & 3u) << 4)) - 32;
+            v[4u * i + b] = (i < 4u ? d0 : d1) * float(q);
+        }
+    }
+#endif
+}
