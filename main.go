@@ -98,15 +98,23 @@ type services struct {
 	Devices *app.DevicesService
 	Pins    *app.PinService
 	Plan    *app.PlanService
+	Bench   *app.BenchService
 }
 
-func newServices(ctx context.Context, eng app.Engine, chats app.ChatStore, pins app.PinStore, em app.Emitter) services {
+// benchEngine is the engine as the bench service needs it.
+type benchEngine interface {
+	app.Engine
+	app.BenchEngine
+}
+
+func newServices(ctx context.Context, eng benchEngine, chats app.ChatStore, pins app.PinStore, benches app.BenchStore, em app.Emitter) services {
 	return services{
 		Chat:    app.NewChatService(ctx, eng, chats, em),
 		Model:   app.NewModelService(ctx, eng, em),
 		Devices: app.NewDevicesService(ctx, eng),
 		Pins:    app.NewPinService(ctx, pins),
 		Plan:    app.NewPlanService(ctx, eng),
+		Bench:   app.NewBenchService(ctx, eng, benches, em),
 	}
 }
 
@@ -142,7 +150,7 @@ func runWindow(ctx context.Context, svc services, em *switchEmitter) error {
 				wailsruntime.Quit(wctx)
 			}()
 		},
-		Bind: []any{svc.Chat, svc.Model, svc.Devices, svc.Pins, svc.Plan},
+		Bind: []any{svc.Chat, svc.Model, svc.Devices, svc.Pins, svc.Plan, svc.Bench},
 	})
 	if err != nil {
 		return fmt.Errorf("open the window: %w (build it with `wails build -tags webkit2_41`, or run with --browser)", err)
@@ -166,6 +174,7 @@ func runBrowser(ctx context.Context, listen string, svc services, em *switchEmit
 		"DevicesService": svc.Devices,
 		"PinService":     svc.Pins,
 		"PlanService":    svc.Plan,
+		"BenchService":   svc.Bench,
 	})
 	fmt.Printf("vkllm UI at http://%s/ (Ctrl-C stops it)\n", ln.Addr())
 	return ws.Serve(ctx, ln)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vkllm/vkllm/app"
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/engine/bench"
 	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/sidecar"
 	"github.com/vkllm/vkllm/store"
@@ -63,7 +64,7 @@ func startServices(ctx context.Context, model string, em app.Emitter) (services,
 			slog.Warn("close the store", "err", err)
 		}
 	}
-	return newServices(ctx, sidecarEngine{sup}, sa, sa, em), closeAll, nil
+	return newServices(ctx, sidecarEngine{sup}, sa, sa, st, em), closeAll, nil
 }
 
 // sidecarEngine lets the sidecar supervisor serve as the app's Engine.
@@ -89,6 +90,23 @@ func (e sidecarEngine) Devices(ctx context.Context) (json.RawMessage, error) {
 
 func (e sidecarEngine) Plan(ctx context.Context, req app.PlanRequest) (json.RawMessage, error) {
 	return e.sup.Plan(ctx, req)
+}
+
+// Bench runs the engine's bench on the loaded model. The target arrives as the run's first event
+// (bench:target), so it is known even when a cancelled run's last event is lost with the request.
+func (e sidecarEngine) Bench(ctx context.Context, s app.BenchSettings, onProgress func(bench.Progress)) (app.BenchOutcome, error) {
+	np, ng := s.NPrompt, s.NGen
+	var out app.BenchOutcome
+	records, err := e.sup.Bench(ctx, sidecar.BenchRequest{NPrompt: &np, NGen: &ng, Reps: s.Reps}, func(ev sidecar.BenchEvent) {
+		if ev.Target != nil {
+			out.Target = ev.Target
+		}
+		if ev.Progress != nil {
+			onProgress(*ev.Progress)
+		}
+	})
+	out.Records = records
+	return out, err
 }
 
 // serveSidecar is `vkllm-app serve`: the engine process the app spawns (the same flags as

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vkllm/vkllm/engine/bench"
+	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 )
 
@@ -25,10 +26,13 @@ type BenchRequest struct {
 	Seed    uint64 `json:"seed"`
 }
 
-// BenchEvent is one SSE event of POST /vkllm/bench: progress while it runs, then done (with the
-// records) or error (with cancelled set when the client stopped it).
+// BenchEvent is one SSE event of POST /vkllm/bench: first the target (the model, GPU, machine and
+// build the run measures, bench.DescribeTarget), progress while it runs, then done (with the
+// records, filled from the target) or error (with cancelled set when the client stopped it). The
+// target and the records are all bench.HistoryRuns needs to save the rows the CLI would save.
 type BenchEvent struct {
-	Kind      string          `json:"kind"` // bench:progress | bench:done | bench:error
+	Kind      string          `json:"kind"` // bench:target | bench:progress | bench:done | bench:error
+	Target    *bench.Target   `json:"target,omitempty"`
 	Progress  *bench.Progress `json:"progress,omitempty"`
 	Records   []bench.Record  `json:"records,omitempty"`
 	Error     string          `json:"error,omitempty"`
@@ -37,7 +41,8 @@ type BenchEvent struct {
 
 // handleBench runs the llama-bench-style tests on the loaded model in its turn in the queue,
 // streaming progress as server-sent events. Closing the request cancels the run. The records
-// come back filled with the model's facts; saving them is the caller's (the app's) job.
+// come back filled with the target's facts; saving them is the caller's job: the app is the one
+// writer of the history, this process never writes it.
 func (s *server) handleBench(w http.ResponseWriter, r *http.Request) {
 	var req BenchRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -80,6 +85,11 @@ func (s *server) handleBench(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
+	opts := bench.TargetOptions{DeviceIndex: -1}
+	if withFile, ok := m.(interface{ File() *gguf.File }); ok {
+		opts.File = withFile.File() // the resident plan's verdict goes with the GPU's rows
+	}
+	target := bench.DescribeTarget(info, opts)
 	send := func(ev BenchEvent) {
 		data, err := json.Marshal(ev)
 		if err != nil {
@@ -90,21 +100,19 @@ func (s *server) handleBench(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+	send(BenchEvent{Kind: "bench:target", Target: &target})
 	records, err := bench.Run(ctx, runner, cfg, func(p bench.Progress) {
 		send(BenchEvent{Kind: "bench:progress", Progress: &p})
 	})
 	runner.Reset() // the next chat starts from an empty cache
 	for i := range records {
-		rec := &records[i]
-		rec.ModelFile, rec.ModelSize, rec.ModelParams = info.Name, info.FileSize, info.Params
-		rec.ModelType = fmt.Sprintf("%s %s", info.Arch, info.Quant)
-		rec.Backends, rec.Placement, rec.Tool = info.Backend, info.Placement, "vkllm"
+		target.Fill(&records[i])
 	}
 	if err != nil {
-		send(BenchEvent{Kind: "bench:error", Records: records, Error: err.Error(), Cancelled: errors.Is(err, bench.ErrCancelled) || errors.Is(err, context.Canceled)})
+		send(BenchEvent{Kind: "bench:error", Target: &target, Records: records, Error: err.Error(), Cancelled: errors.Is(err, bench.ErrCancelled) || errors.Is(err, context.Canceled)})
 		return
 	}
-	send(BenchEvent{Kind: "bench:done", Records: records})
+	send(BenchEvent{Kind: "bench:done", Target: &target, Records: records})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()

@@ -48,9 +48,14 @@ func benchEvents(t *testing.T, ctx context.Context, ts testServer, body string, 
 func TestBenchRouteStreamsProgressAndRecords(t *testing.T) {
 	ts := startServer(t, ServeOptions{}) // the embedded model on the real engine
 	var progress int
-	var done *BenchEvent
+	var done, target *BenchEvent
 	code := benchEvents(t, context.Background(), ts, `{"n_prompt":16,"n_gen":8,"reps":2,"seed":1}`, func(ev BenchEvent) bool {
 		switch ev.Kind {
+		case "bench:target":
+			if progress > 0 {
+				t.Errorf("the target came after %d progress events, want it first", progress)
+			}
+			target = &ev
 		case "bench:progress":
 			progress++
 		case "bench:done":
@@ -70,9 +75,17 @@ func TestBenchRouteStreamsProgressAndRecords(t *testing.T) {
 		t.Fatalf("records %+v, want pp16 and tg8", done.Records)
 	}
 	for _, r := range done.Records {
-		if len(r.SamplesNs) != 2 || r.AvgTs <= 0 || r.ModelFile != "stories260K.gguf" || r.ModelParams == 0 {
+		if len(r.SamplesNs) != 2 || r.AvgTs <= 0 || r.ModelFile != "embedded:stories260K.gguf" || r.ModelParams == 0 ||
+			r.ModelSize == 0 || r.CPUInfo == "" || r.NThreads == 0 || r.Placement == "" || r.Tool != "vkllm" {
 			t.Errorf("record %s: %+v, want 2 samples, a rate and the model's facts", r.TestName(), r)
 		}
+	}
+	if target == nil || done.Target == nil {
+		t.Fatalf("no target event (%v) or no target with the records (%v)", target, done.Target)
+	}
+	tg := done.Target
+	if tg.Machine.Hostname == "" || tg.Model.Arch != "llama" || tg.ModelSHA256 == "" || tg.EngineVersion == "" || tg.Model.Context == 0 {
+		t.Errorf("target lacks facts the history needs: %+v", tg)
 	}
 }
 

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,14 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/engine/bench"
 	"github.com/vkllm/vkllm/engine/config"
-	"github.com/vkllm/vkllm/engine/vulkan"
 	"github.com/vkllm/vkllm/store"
 )
 
@@ -90,19 +86,20 @@ func runBench(ctx context.Context, args []string) error {
 		return fmt.Errorf("load model for bench: %w", err)
 	}
 	info := e.Info()
-	meta := describeBenchTarget(info, f)
+	meta := bench.DescribeTarget(info, bench.TargetOptions{DeviceIndex: f.device, Threads: f.threads, EngineVersion: version, File: e.File()})
 
 	progress := newProgressBar(os.Stderr)
 	started := time.Now()
-	records, runErr := bench.Run(ctx, e.Runner(), bench.Config{NPrompt: f.nPrompt, NGen: f.nGen, Reps: f.reps, VocabSize: info.VocabSize, Seed: f.seed}, progress.update)
+	cfg := bench.Config{NPrompt: f.nPrompt, NGen: f.nGen, Reps: f.reps, VocabSize: info.VocabSize, Seed: f.seed}
+	records, runErr := bench.Run(ctx, e.Runner(), cfg, progress.update)
 	progress.finish()
 	_ = e.Close()
 	for i := range records {
-		fillRecord(&records[i], meta)
+		meta.Fill(&records[i])
 	}
 
 	if !f.noSave {
-		saveBenchRecords(records, meta, f, runErr, started)
+		saveBenchRecords(records, meta, cfg, runErr, started)
 	}
 	if runErr != nil {
 		if len(records) > 0 {
@@ -122,7 +119,7 @@ func runBench(ctx context.Context, args []string) error {
 		return fmt.Errorf("reference run: %w", err)
 	}
 	if !f.noSave {
-		saveBenchRecords(peer, benchTarget{}, f, nil, started)
+		saveBenchRecords(peer, bench.Target{}, cfg, nil, started)
 	}
 	if err := bench.Write(os.Stdout, f.output, append(append([]bench.Record{}, records...), peer...)); err != nil {
 		return err
@@ -140,169 +137,27 @@ func validFormat(s string) bool {
 	return false
 }
 
-// benchTarget is what the run was measured on: model, device and machine.
-type benchTarget struct {
-	info      engine.ModelInfo
-	modelPath string
-	modelSHA  string
-	modelType string
-	backend   string // "Vulkan", "CPU"
-	gpu       *vulkan.DeviceInfo
-	machine   store.Machine
-	threads   int
-	commit    string
-}
-
-func describeBenchTarget(info engine.ModelInfo, f benchFlags) benchTarget {
-	t := benchTarget{info: info, modelPath: info.Path, machine: store.LocalMachine(), commit: buildCommit()}
-	if t.modelPath == "" {
-		t.modelPath = "embedded:" + info.Name
-	}
-	t.modelType = fmt.Sprintf("%s %s %s", info.Arch, sizeLabel(info.Params), info.Quant)
-	t.backend = "CPU"
-	if info.Backend == "vulkan" {
-		t.backend = "Vulkan"
-		if devs, err := vulkan.Devices(); err == nil {
-			if d, err := vulkan.ChooseDevice(devs, f.device); err == nil {
-				t.gpu = &d
-			}
-		}
-	}
-	t.threads = f.threads
-	if t.threads <= 0 {
-		t.threads = config.Threads.Int()
-	}
-	if t.threads <= 0 {
-		t.threads = runtime.NumCPU()
-	}
-	if info.Path != "" {
-		sum, err := fileSHA256(info.Path)
-		if err != nil {
-			slog.Warn("model checksum unavailable", "path", info.Path, "err", err)
-		}
-		t.modelSHA = sum
-	}
-	return t
-}
-
-// sizeLabel is the "7B"-style size llama-bench puts in model_type.
-func sizeLabel(params int64) string {
-	switch {
-	case params >= 1e9:
-		return fmt.Sprintf("%.0fB", float64(params)/1e9)
-	case params >= 1e6:
-		return fmt.Sprintf("%.0fM", float64(params)/1e6)
-	default:
-		return fmt.Sprintf("%.0fK", float64(params)/1e3)
-	}
-}
-
-func fillRecord(r *bench.Record, t benchTarget) {
-	r.BuildCommit = t.commit
-	r.CPUInfo = t.machine.CPU
-	if t.gpu != nil {
-		r.GPUInfo = t.gpu.Name
-	}
-	r.Backends = t.backend
-	r.ModelFile = t.modelPath
-	r.ModelType = t.modelType
-	r.ModelSize = t.info.FileSize
-	r.ModelParams = t.info.Params
-	r.NBatch, r.NUBatch = 512, 512
-	r.NThreads = t.threads
-	r.Placement = t.info.Placement
-	if r.Placement == "" {
-		r.Placement = "cpu"
-	}
-	if t.backend == "Vulkan" {
-		r.NGPULayers = t.info.Layers + 1
-	}
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// storeRun turns a record into the history row with the full context of the run.
-func storeRun(r bench.Record, t benchTarget, status, errText string) store.BenchRun {
-	run := store.BenchRun{
-		Source: r.Tool, Status: status, Error: errText,
-		Backend: strings.ToLower(r.Backends), GPUName: r.GPUInfo, CPU: r.CPUInfo, Threads: r.NThreads,
-		EngineVersion: version, EngineCommit: r.BuildCommit,
-		ModelFile: r.ModelFile, ModelType: r.ModelType, ModelParams: r.ModelParams, ModelSize: r.ModelSize,
-		Placement: r.Placement, Test: r.TestName(), NPrompt: r.NPrompt, NGen: r.NGen, Reps: r.Reps, Warmup: r.Warmup,
-		AvgNs: r.AvgNs, StddevNs: r.StddevNs, AvgTS: r.AvgTs, StddevTS: r.StddevTs, TTFTNs: int64(r.TTFTMs * 1e6),
-	}
-	if ts, err := time.Parse(time.RFC3339, r.TestTime); err == nil {
-		run.CreatedAtMs = ts.UnixMilli()
-	}
-	if r.Tool == "vkllm" {
-		run.Hostname, run.OS, run.Kernel, run.RAMBytes = t.machine.Hostname, t.machine.OS, t.machine.Kernel, t.machine.RAMBytes
-		run.ModelSHA256, run.ModelArch, run.ModelQuant = t.modelSHA, t.info.Arch, t.info.Quant
-		run.Context = t.info.Context
-		run.PlanVerdict = t.info.Placement
-		if t.gpu != nil {
-			run.GPUKey, run.GPUVendorID, run.GPUDeviceID, run.GPUUUID = t.gpu.Key(), t.gpu.VendorID, t.gpu.DeviceID, t.gpu.UUID
-			run.DriverName, run.DriverVersion, run.VulkanAPI = t.gpu.DriverName, t.gpu.DriverInfo, t.gpu.APIVersion
-		}
-	}
-	for i, ns := range r.SamplesNs {
-		s := store.BenchSample{Rep: i + 1, Ns: ns}
-		if i < len(r.SamplesTs) {
-			s.TokensPerSec = r.SamplesTs[i]
-		}
-		run.Samples = append(run.Samples, s)
-	}
-	return run
-}
-
-// saveBenchRecords writes finished tests as ok rows and, when the run failed or was cancelled, one
-// row for the test that did not finish. A store that cannot be opened loses nothing already
-// printed: it warns with the reason and the results still go to stdout.
-func saveBenchRecords(records []bench.Record, t benchTarget, f benchFlags, runErr error, started time.Time) {
+// saveBenchRecords writes the run's rows (bench.HistoryRuns: finished tests as ok rows and, when
+// the run failed or was cancelled, one row for the test that did not finish). A store that cannot
+// be opened loses nothing already printed: it warns with the reason and the results still go to
+// stdout.
+func saveBenchRecords(records []bench.Record, t bench.Target, cfg bench.Config, runErr error, started time.Time) {
 	st, err := store.Open("")
 	if err != nil {
 		slog.Warn("bench results not saved to history", "err", err)
 		return
 	}
 	defer st.Close()
-	ctx := context.Background()
-	for _, r := range records {
-		if _, err := st.SaveBenchRun(ctx, storeRun(r, t, store.BenchOK, "")); err != nil {
-			slog.Warn("bench result not saved", "test", r.TestName(), "err", err)
+	for _, run := range bench.HistoryRuns(records, t, cfg, runErr, started) {
+		if _, err := st.SaveBenchRun(context.Background(), run); err != nil {
+			slog.Warn("bench result not saved", "test", run.Test, "status", run.Status, "err", err)
 		}
-	}
-	if runErr == nil {
-		return
-	}
-	status := store.BenchFailed
-	if errors.Is(runErr, bench.ErrCancelled) {
-		status = store.BenchCancelled
-	}
-	unfinished := bench.Record{Tool: "vkllm", TestTime: started.UTC().Format(time.RFC3339), Reps: f.reps, Warmup: 1}
-	if len(records) == 0 && f.nPrompt > 0 {
-		unfinished.NPrompt = f.nPrompt
-	} else {
-		unfinished.NGen = f.nGen
-	}
-	fillRecord(&unfinished, t)
-	if _, err := st.SaveBenchRun(ctx, storeRun(unfinished, t, status, runErr.Error())); err != nil {
-		slog.Warn("unfinished bench run not saved", "err", err)
 	}
 }
 
 // runReference runs a llama-bench binary on the same model with matching flags and parses its
 // JSON. Our model is already freed, so both runs get the whole device.
-func runReference(ctx context.Context, f benchFlags, t benchTarget) ([]bench.Record, error) {
+func runReference(ctx context.Context, f benchFlags, t bench.Target) ([]bench.Record, error) {
 	if f.model == "" {
 		return nil, fmt.Errorf("--ref needs -m FILE: llama-bench cannot open the embedded model")
 	}
@@ -311,7 +166,7 @@ func runReference(ctx context.Context, f benchFlags, t benchTarget) ([]bench.Rec
 		return nil, fmt.Errorf("resolve model path: %w", err)
 	}
 	ngl := "0"
-	if t.backend == "Vulkan" {
+	if t.Backend == "Vulkan" {
 		ngl = "99"
 	}
 	args := []string{"-m", abs, "-p", fmt.Sprint(f.nPrompt), "-n", fmt.Sprint(f.nGen), "-r", fmt.Sprint(f.reps), "-ngl", ngl, "-o", "json"}

@@ -121,7 +121,7 @@ func runResultsImport(ctx context.Context, args []string) error {
 	}
 	defer st.Close()
 	for _, r := range records {
-		run := storeRun(r, benchTarget{}, store.BenchOK, "")
+		run := bench.StoreRun(r, bench.Target{}, store.BenchOK, "")
 		if _, err := st.SaveBenchRun(ctx, run); err != nil {
 			return fmt.Errorf("import %s: %w", path, err)
 		}

@@ -4,35 +4,16 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/debug"
+
+	"github.com/vkllm/vkllm/engine/bench"
 )
 
 // version is set at release build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// buildCommit is the VCS revision the binary was built from (go build stamps it), shortened.
-func buildCommit() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	rev, dirty := "", false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if len(rev) > 8 {
-		rev = rev[:8]
-	}
-	if dirty && rev != "" {
-		rev += "+dirty"
-	}
-	return rev
-}
+// buildCommit is the VCS revision the binary was built from; engine/bench stamps it on every
+// bench row too.
+func buildCommit() string { return bench.BuildCommit() }
 
 func init() {
 	register("version", "print the vkllm version and build commit", func(context.Context, []string) error {

@@ -1,6 +1,18 @@
 import "./style.css";
 import { connect } from "./transport";
-import type { ChatDelta, ChatEvent, Conversation, EngineEvent, Message, ModelInfo, Pin } from "./types";
+import type {
+  BenchEvent,
+  BenchGroup,
+  BenchRow,
+  BenchSettings,
+  ChatDelta,
+  ChatEvent,
+  Conversation,
+  EngineEvent,
+  Message,
+  ModelInfo,
+  Pin,
+} from "./types";
 
 const api = connect();
 
@@ -60,17 +72,7 @@ const chatView = h("section", { class: "view chat-view", id: "view-chat" }, mess
 
 const modelView = h("section", { class: "view panel", id: "view-model", hidden: "" });
 const pinsView = h("section", { class: "view panel", id: "view-pins", hidden: "" });
-const benchView = h(
-  "section",
-  { class: "view panel", id: "view-bench", hidden: "" },
-  h("h2", {}, "Benchmark"),
-  h(
-    "p",
-    { class: "muted" },
-    "The one-click benchmark arrives in the app with its own issue: llama-bench-compatible pp512/tg128 runs " +
-      "with a history per GPU. Until then, run `vkllm bench` in a terminal; its results land in the same history.",
-  ),
-);
+const benchView = h("section", { class: "view panel wide", id: "view-bench", hidden: "" });
 
 const main = h("main", { class: "main" }, header, notice, chatView, modelView, pinsView, benchView);
 document.getElementById("app")!.append(h("div", { class: "shell" }, sidebar, main));
@@ -94,6 +96,7 @@ function show(view: typeof state.view) {
   for (const b of tabs.querySelectorAll("button")) b.classList.toggle("active", b.dataset.view === view);
   if (view === "model") void renderModelView();
   if (view === "pins") void renderPins();
+  if (view === "bench") void openBench();
 }
 
 // ---- notices -----------------------------------------------------------------------------------
@@ -534,6 +537,270 @@ async function renderPins() {
     status,
   );
 }
+
+// ---- benchmark ---------------------------------------------------------------------------------
+
+// Presets: llama-bench's default run, and a quick one for a first look or a small machine.
+const benchPresets: Record<string, BenchSettings & { label: string }> = {
+  standard: { label: "Standard · pp512 tg128 ×5", nPrompt: 512, nGen: 128, reps: 5 },
+  quick: { label: "Quick · pp128 tg32 ×3", nPrompt: 128, nGen: 32, reps: 3 },
+  custom: { label: "Custom", nPrompt: 0, nGen: 0, reps: 0 },
+};
+
+const bench = {
+  running: false,
+  groups: [] as BenchGroup[],
+  justSaved: new Set<number>(),
+};
+
+const benchPreset = h("select", { id: "bench-preset", "aria-label": "preset" });
+for (const [key, p] of Object.entries(benchPresets)) benchPreset.append(h("option", { value: key }, p.label));
+const benchP = h("input", { id: "bench-p", type: "number", min: "0", max: "16384", title: "prompt tokens (pp test; 0 skips it)" });
+const benchN = h("input", { id: "bench-n", type: "number", min: "0", max: "16384", title: "generated tokens (tg test; 0 skips it)" });
+const benchR = h("input", { id: "bench-r", type: "number", min: "1", max: "100", title: "timed repetitions per test" });
+const benchRun = h("button", { id: "bench-run", type: "submit", class: "primary" }, "Run benchmark");
+const benchCancel = h("button", { id: "bench-cancel", type: "button", class: "ghost", hidden: "" }, "Cancel");
+const benchForm = h(
+  "form",
+  { class: "bench-form", id: "bench-form" },
+  h("label", {}, h("span", {}, "Preset"), benchPreset),
+  h("label", {}, h("span", {}, "pp (prompt)"), benchP),
+  h("label", {}, h("span", {}, "tg (generate)"), benchN),
+  h("label", {}, h("span", {}, "reps"), benchR),
+  h("div", { class: "bench-actions" }, benchCancel, benchRun),
+);
+const benchFill = h("div", { class: "bench-fill", id: "bench-fill" });
+const benchBar = h("div", { class: "bench-bar", id: "bench-bar", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": "0" }, benchFill);
+const benchStatus = h("div", { class: "bench-status muted", id: "bench-status" }, "");
+const benchProgress = h("div", { class: "bench-progress", id: "bench-progress", hidden: "" }, benchBar, benchStatus);
+const benchTarget = h("p", { class: "muted", id: "bench-target" });
+const benchResults = h("div", { class: "bench-results", id: "bench-results" });
+const importPath = h("input", { id: "bench-import-path", type: "text", placeholder: "/path/to/llama-bench.json or .jsonl", spellcheck: "false" });
+const importBtn = h("button", { type: "submit", class: "ghost", id: "bench-import" }, "Import");
+const importForm = h("form", { class: "inline-form" }, importPath, importBtn);
+const importStatus = h("p", { class: "muted", id: "bench-import-status" });
+
+benchView.append(
+  h("h2", {}, "Benchmark"),
+  h(
+    "p",
+    { class: "muted" },
+    "llama-bench semantics: pp N is one batched prefill of N synthetic tokens, tg N is N single-token decode steps; " +
+      "one untimed warm-up, then t/s as the mean of the repetitions ± sample standard deviation. Every run is kept per GPU.",
+  ),
+  benchTarget,
+  benchForm,
+  benchProgress,
+  h("h3", {}, "Results"),
+  benchResults,
+  h("h3", {}, "Import llama-bench results"),
+  h("p", { class: "muted" }, "Output of llama-bench -o json or -o jsonl: its rows sit beside ours under the same GPU, marked llama-bench."),
+  importForm,
+  importStatus,
+);
+
+function applyPreset(key: string) {
+  const p = benchPresets[key];
+  if (!p || key === "custom") return;
+  benchP.value = String(p.nPrompt);
+  benchN.value = String(p.nGen);
+  benchR.value = String(p.reps);
+}
+benchPreset.addEventListener("change", () => applyPreset(benchPreset.value));
+for (const inp of [benchP, benchN, benchR]) inp.addEventListener("input", () => (benchPreset.value = "custom"));
+applyPreset("standard");
+
+function setBenchRunning(on: boolean) {
+  bench.running = on;
+  benchRun.disabled = on;
+  benchCancel.hidden = !on;
+  for (const inp of [benchPreset, benchP, benchN, benchR]) inp.disabled = on;
+  if (on) benchProgress.hidden = false;
+}
+
+// setBenchProgress moves the bar to fraction (a negative one keeps it where it is) and says text.
+function setBenchProgress(fraction: number, text: string, tone = "") {
+  if (fraction < 0) fraction = Number(benchBar.getAttribute("aria-valuenow")) / 100;
+  const pct = Math.max(0, Math.min(100, Math.round(fraction * 100)));
+  benchFill.style.width = `${pct}%`;
+  benchBar.setAttribute("aria-valuenow", String(pct));
+  benchBar.className = `bench-bar ${tone}`;
+  benchStatus.textContent = text;
+}
+
+async function openBench() {
+  const m = state.model;
+  benchTarget.textContent = m
+    ? `Runs on the loaded model: ${m.name} (${[m.arch, m.params ? formatParams(m.params) : "", m.quant].filter(Boolean).join(" ")}), ${m.placement || m.backend}, context ${m.context}.`
+    : "";
+  try {
+    if (!bench.running && (await api.call<boolean>("BenchService", "Running"))) {
+      setBenchRunning(true);
+      setBenchProgress(0, "A run is in progress…");
+    }
+  } catch {
+    // an older backend without Running: nothing to restore
+  }
+  await loadBenchHistory();
+}
+
+async function loadBenchHistory() {
+  try {
+    bench.groups = await api.call<BenchGroup[]>("BenchService", "History", { gpu: "", model: "" });
+  } catch (e) {
+    benchResults.replaceChildren(h("p", { class: "muted" }, `Could not load the history: ${errText(e)}`));
+    return;
+  }
+  renderBenchResults();
+}
+
+function formatRate(r: BenchRow): Node {
+  if (r.status !== "ok") {
+    const badge = h("span", { class: `badge ${r.status === "cancelled" ? "warn" : "error"}` }, r.status);
+    if (r.error) badge.title = r.error;
+    return badge;
+  }
+  return h("span", { class: "rate" }, `${r.avgTs.toFixed(2)} ± ${r.stddevTs.toFixed(2)}`);
+}
+
+function formatDelta(r: BenchRow): Node {
+  if (r.deltaPct === undefined || r.deltaPct === null) return h("span", { class: "muted" }, "—");
+  const d = r.deltaPct;
+  const sign = d > 0 ? "+" : "";
+  const tone = Math.abs(d) < 2 ? "flat" : d > 0 ? "up" : "down";
+  const el = h("span", { class: `delta ${tone}` }, `${sign}${d.toFixed(1)}%`);
+  if (r.prevSource && r.prevSource !== r.source) el.append(h("span", { class: "muted vs" }, ` vs ${r.prevSource}`));
+  el.title = `previous: ${(r.prevTs ?? 0).toFixed(2)} t/s (${r.prevSource ?? ""} run #${r.prevId ?? ""})`;
+  return el;
+}
+
+// formatWhen is a short local date: "11-30 17:53" this year, "2025-11-30" before it.
+function formatWhen(ms: number): string {
+  const d = new Date(ms);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  const day = `${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  if (d.getFullYear() !== new Date().getFullYear()) return `${d.getFullYear()}-${day}`;
+  return `${day} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+function benchRowNode(r: BenchRow): HTMLElement {
+  const model = h("td", { class: "model", title: `${r.modelFile}${r.modelType ? ` · ${r.modelType}` : ""}` }, r.model || "—");
+  if (r.source !== "vkllm") model.append(" ", h("span", { class: "chip peer" }, r.source));
+  return h(
+    "tr",
+    {
+      class: `bench-row${r.source !== "vkllm" ? " peer" : ""}${bench.justSaved.has(r.id) ? " fresh" : ""}`,
+      "data-id": String(r.id),
+      "data-test": r.test,
+      "data-status": r.status,
+      "data-source": r.source,
+    },
+    model,
+    h("td", { class: "test" }, r.test),
+    h("td", { class: "num" }, formatRate(r)),
+    h("td", { class: "num" }, formatDelta(r)),
+    h("td", { class: "num" }, r.ttftMs > 0 ? `${r.ttftMs.toFixed(1)} ms` : "—"),
+    h("td", {}, r.placement || "—"),
+    h("td", {}, r.backend || "—"),
+    h("td", { class: "when", title: new Date(r.createdAtMs).toLocaleString() }, formatWhen(r.createdAtMs)),
+  );
+}
+
+function renderBenchResults() {
+  if (bench.groups.length === 0) {
+    benchResults.replaceChildren(h("p", { class: "muted", id: "bench-empty" }, "No runs yet: press Run benchmark, or import a llama-bench file."));
+    return;
+  }
+  benchResults.replaceChildren(
+    ...bench.groups.map((g) =>
+      h(
+        "div",
+        { class: "card bench-group", "data-key": g.key, "data-label": g.label },
+        h("div", { class: "card-head" }, h("strong", {}, g.label), h("span", { class: "chip" }, `${g.rows.length} run${g.rows.length === 1 ? "" : "s"}`)),
+        h(
+          "table",
+          { class: "bench-table" },
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              ...["Model", "Test", "t/s", "Δ prev", "TTFT", "Placement", "Backend", "Date"].map((c, i) => h("th", i >= 2 && i <= 4 ? { class: "num" } : {}, c)),
+            ),
+          ),
+          h("tbody", {}, ...g.rows.map(benchRowNode)),
+        ),
+      ),
+    ),
+  );
+}
+
+benchForm.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  if (bench.running) return;
+  const settings: BenchSettings = {
+    nPrompt: Number(benchP.value) > 0 ? Number(benchP.value) : -1,
+    nGen: Number(benchN.value) > 0 ? Number(benchN.value) : -1,
+    reps: Number(benchR.value) || 1,
+  };
+  setBenchRunning(true);
+  setBenchProgress(0, "Starting…");
+  try {
+    await api.call<BenchRow[]>("BenchService", "Run", settings);
+  } catch (err) {
+    setBenchProgress(-1, `Failed: ${errText(err)}`, "failed");
+  } finally {
+    setBenchRunning(false);
+    await loadBenchHistory();
+  }
+});
+
+benchCancel.addEventListener("click", () => {
+  benchStatus.textContent = "Cancelling…";
+  void api.call("BenchService", "Cancel");
+});
+
+api.on("bench:event", (ev: BenchEvent) => {
+  if (ev.kind === "progress") {
+    if (!bench.running) setBenchRunning(true);
+    if (ev.phase === "done") {
+      setBenchProgress(1, "Saving…");
+      return;
+    }
+    const step = ev.phase === "warmup" ? "warm-up" : `rep ${ev.rep}/${ev.reps}`;
+    const rate = ev.tokensPerSec ? ` · ${ev.tokensPerSec.toFixed(1)} t/s` : "";
+    setBenchProgress(ev.steps ? ev.step / ev.steps : 0, `${ev.test} ${step}${rate} · step ${ev.step} of ${ev.steps}`);
+    return;
+  }
+  bench.justSaved = new Set((ev.rows ?? []).map((r) => r.id));
+  if (ev.kind === "finished") {
+    const summary = (ev.rows ?? []).map((r) => `${r.test} ${r.avgTs.toFixed(1)} t/s`).join(", ");
+    setBenchProgress(1, `Done: ${summary}`, "done");
+  } else if (ev.kind === "cancelled") {
+    setBenchProgress(-1, "Cancelled: the finished tests and the cancelled one are in the history.", "cancelled");
+  } else {
+    setBenchProgress(-1, `Failed: ${ev.error ?? "unknown error"}`, "failed");
+  }
+  setBenchRunning(false);
+  if (state.view === "bench") void loadBenchHistory();
+});
+
+importForm.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  importBtn.disabled = true;
+  importStatus.textContent = "Importing…";
+  try {
+    const n = await api.call<number>("BenchService", "Import", importPath.value);
+    importStatus.textContent = `Imported ${n} llama-bench row${n === 1 ? "" : "s"}.`;
+    importPath.value = "";
+    await loadBenchHistory();
+  } catch (err) {
+    importStatus.textContent = errText(err);
+  } finally {
+    importBtn.disabled = false;
+  }
+});
 
 // ---- start -------------------------------------------------------------------------------------
 

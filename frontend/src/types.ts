@@ -68,3 +68,57 @@ export interface Pin {
   deviceKey: string;
   mb: number;
 }
+
+// ---- benchmark (app/bench.go) ------------------------------------------------------------------
+
+export interface BenchSettings {
+  nPrompt: number; // -1 skips the pp test
+  nGen: number; // -1 skips the tg test
+  reps: number;
+}
+
+export type BenchStatus = "ok" | "failed" | "cancelled";
+
+export interface BenchRow {
+  id: number;
+  createdAtMs: number;
+  source: "vkllm" | "llama-bench" | string;
+  status: BenchStatus;
+  error?: string;
+  gpuKey: string;
+  gpuName: string;
+  backend: string;
+  model: string;
+  modelFile: string;
+  modelType: string;
+  test: string;
+  reps: number;
+  avgTs: number;
+  stddevTs: number;
+  ttftMs: number;
+  placement: string;
+  prevId?: number;
+  prevSource?: string;
+  prevTs?: number;
+  deltaPct?: number;
+}
+
+export interface BenchGroup {
+  key: string;
+  label: string;
+  rows: BenchRow[];
+}
+
+export interface BenchEvent {
+  kind: "progress" | "finished" | "failed" | "cancelled";
+  test?: string;
+  phase?: "warmup" | "rep" | "done";
+  rep: number;
+  reps: number;
+  step: number;
+  steps: number;
+  tokensPerSec?: number;
+  rows?: BenchRow[];
+  error?: string;
+  atMs: number;
+}

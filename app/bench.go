@@ -1,0 +1,366 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vkllm/vkllm/engine/bench"
+	"github.com/vkllm/vkllm/store"
+)
+
+// BenchSettings is one click's test plan: llama-bench's -p, -n and -r. Zero fields take
+// llama-bench's defaults (pp512, tg128, 5 repetitions); -1 for NPrompt or NGen skips that test.
+type BenchSettings struct {
+	NPrompt int `json:"nPrompt"`
+	NGen    int `json:"nGen"`
+	Reps    int `json:"reps"`
+}
+
+// Bench settings limits: what one click may ask of the engine.
+const (
+	maxBenchTokens = 16384
+	maxBenchReps   = 100
+)
+
+// DefaultBenchSettings is llama-bench's default run: pp512 and tg128, five repetitions each.
+var DefaultBenchSettings = BenchSettings{NPrompt: 512, NGen: 128, Reps: 5}
+
+// normalize applies the defaults and checks the limits.
+func (b BenchSettings) normalize() (BenchSettings, error) {
+	if b.NPrompt == 0 {
+		b.NPrompt = DefaultBenchSettings.NPrompt
+	}
+	if b.NGen == 0 {
+		b.NGen = DefaultBenchSettings.NGen
+	}
+	if b.Reps == 0 {
+		b.Reps = DefaultBenchSettings.Reps
+	}
+	b.NPrompt, b.NGen = max(b.NPrompt, 0), max(b.NGen, 0)
+	switch {
+	case b.NPrompt+b.NGen == 0:
+		return b, errors.New("benchmark: both tests are off; give a prompt size or a generation length")
+	case b.NPrompt > maxBenchTokens || b.NGen > maxBenchTokens:
+		return b, fmt.Errorf("benchmark: pp%d/tg%d is over the %d-token limit of one run; choose smaller sizes", b.NPrompt, b.NGen, maxBenchTokens)
+	case b.Reps < 1 || b.Reps > maxBenchReps:
+		return b, fmt.Errorf("benchmark: %d repetitions; choose 1 to %d", b.Reps, maxBenchReps)
+	}
+	return b, nil
+}
+
+// BenchOutcome is what the engine sends back from a run: the records (filled from the target) and
+// the target itself, which bench.HistoryRuns needs to write the full rows.
+type BenchOutcome struct {
+	Records []bench.Record
+	Target  *bench.Target // nil when the engine failed before describing it
+}
+
+// BenchEngine runs the llama-bench-style tests on the loaded model. The sidecar supervisor
+// satisfies it through main.go's adapter. Cancelling ctx stops the run; the outcome holds what
+// finished by then, and the error says it was cancelled.
+type BenchEngine interface {
+	Bench(ctx context.Context, settings BenchSettings, onProgress func(bench.Progress)) (BenchOutcome, error)
+}
+
+// BenchStore keeps the bench history; *store.Store satisfies it. The app is the history's one
+// writer for runs started in the window: the engine process only measures.
+type BenchStore interface {
+	SaveBenchRun(ctx context.Context, r store.BenchRun) (int64, error)
+	ListBenchRuns(ctx context.Context, f store.BenchFilter) ([]store.BenchRun, error)
+}
+
+// Kinds of bench:event.
+const (
+	BenchProgress  = "progress"
+	BenchFinished  = "finished"
+	BenchFailed    = "failed"
+	BenchCancelled = "cancelled"
+)
+
+// BenchEvent is the payload of bench:event: progress while a run goes, then finished, failed or
+// cancelled with the rows it saved.
+type BenchEvent struct {
+	Kind         string     `json:"kind"`
+	Test         string     `json:"test,omitempty"`  // "pp512"
+	Phase        string     `json:"phase,omitempty"` // warmup | rep | done
+	Rep          int        `json:"rep"`
+	Reps         int        `json:"reps"`
+	Step         int        `json:"step"`
+	Steps        int        `json:"steps"`
+	TokensPerSec float64    `json:"tokensPerSec,omitempty"`
+	Rows         []BenchRow `json:"rows,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	AtMs         int64      `json:"atMs"`
+}
+
+// BenchRow is one history row as the Benchmark tab shows it.
+type BenchRow struct {
+	ID          int64   `json:"id"`
+	CreatedAtMs int64   `json:"createdAtMs"`
+	Source      string  `json:"source"` // "vkllm" or "llama-bench"
+	Status      string  `json:"status"` // ok | failed | cancelled
+	Error       string  `json:"error,omitempty"`
+	GPUKey      string  `json:"gpuKey"`
+	GPUName     string  `json:"gpuName"`
+	Backend     string  `json:"backend"`
+	Model       string  `json:"model"` // the file's base name
+	ModelFile   string  `json:"modelFile"`
+	ModelType   string  `json:"modelType"`
+	Test        string  `json:"test"`
+	Reps        int     `json:"reps"`
+	AvgTS       float64 `json:"avgTs"`
+	StddevTS    float64 `json:"stddevTs"`
+	TTFTMs      float64 `json:"ttftMs"`
+	Placement   string  `json:"placement"`
+	// The previous ok run of the same model and test on the same GPU, when there is one.
+	PrevID     int64    `json:"prevId,omitempty"`
+	PrevSource string   `json:"prevSource,omitempty"`
+	PrevTS     float64  `json:"prevTs,omitempty"`
+	DeltaPct   *float64 `json:"deltaPct,omitempty"`
+}
+
+// BenchGroup is every row on one GPU (or, for CPU runs, one CPU), newest first.
+type BenchGroup struct {
+	Key   string     `json:"key"`
+	Label string     `json:"label"`
+	Rows  []BenchRow `json:"rows"`
+}
+
+// BenchFilter narrows History: GPU matches a GPU name substring or key, Model a model file
+// substring or sha256 prefix; empty matches all.
+type BenchFilter struct {
+	GPU   string `json:"gpu"`
+	Model string `json:"model"`
+}
+
+// BenchService is the one-click benchmark: it runs the engine's bench on the loaded model,
+// streams progress as bench:event, saves every run (failed and cancelled ones as such) and lists
+// the history per GPU.
+type BenchService struct {
+	ctx    context.Context
+	engine BenchEngine
+	store  BenchStore
+	emit   Emitter
+
+	mu        sync.Mutex
+	cancel    context.CancelFunc // of the run in progress; nil when idle
+	cancelled bool               // Cancel was called for the run in progress
+}
+
+// NewBenchService returns the bench service.
+func NewBenchService(ctx context.Context, eng BenchEngine, st BenchStore, em Emitter) *BenchService {
+	return &BenchService{ctx: ctx, engine: eng, store: st, emit: em}
+}
+
+// Defaults returns llama-bench's default settings (pp512, tg128, 5 repetitions).
+func (s *BenchService) Defaults() BenchSettings { return DefaultBenchSettings }
+
+// Running tells whether a run is in progress.
+func (s *BenchService) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancel != nil
+}
+
+// Run benchmarks the loaded model with settings, emitting progress, and returns the rows it saved
+// once the run ends. A failed or cancelled run is saved and announced as such; only a cancelled
+// run returns no error.
+func (s *BenchService) Run(settings BenchSettings) ([]BenchRow, error) {
+	settings, err := settings.normalize()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.cancel != nil {
+		s.mu.Unlock()
+		return nil, errors.New("benchmark: a run is already in progress; wait for it or cancel it")
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.cancel, s.cancelled = cancel, false
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cancel = nil
+		s.mu.Unlock()
+		cancel()
+	}()
+
+	started := time.Now()
+	out, runErr := s.engine.Bench(ctx, settings, func(p bench.Progress) {
+		s.emit.Emit(EventBench, BenchEvent{Kind: BenchProgress, Test: p.Test, Phase: string(p.Phase), Rep: p.Rep, Reps: p.Reps,
+			Step: p.Step, Steps: p.Steps, TokensPerSec: p.TokensPS, AtMs: nowMs()})
+	})
+	s.mu.Lock()
+	userCancelled := s.cancelled
+	s.mu.Unlock()
+	if runErr != nil && userCancelled && !errors.Is(runErr, context.Canceled) {
+		runErr = fmt.Errorf("%w: %w", runErr, context.Canceled)
+	}
+	// Without the engine's target (it failed before describing the run) the row still says
+	// where and with which build it was tried: the engine runs on this machine.
+	target := bench.Target{Machine: store.LocalMachine(), EngineVersion: bench.BuildVersion(), EngineCommit: bench.BuildCommit()}
+	if out.Target != nil {
+		target = *out.Target
+	}
+	cfg := bench.Config{NPrompt: settings.NPrompt, NGen: settings.NGen, Reps: settings.Reps}
+	var rows []BenchRow
+	var saveErr error
+	for _, run := range bench.HistoryRuns(out.Records, target, cfg, runErr, started) {
+		id, err := s.store.SaveBenchRun(context.WithoutCancel(s.ctx), run)
+		if err != nil {
+			saveErr = errors.Join(saveErr, fmt.Errorf("save %s result: %w", run.Test, err))
+			continue
+		}
+		run.ID = id
+		if run.CreatedAtMs == 0 {
+			run.CreatedAtMs = nowMs()
+		}
+		rows = append(rows, benchRow(run))
+	}
+
+	ev := BenchEvent{Kind: BenchFinished, Rows: rows, AtMs: nowMs()}
+	switch bench.RunStatus(runErr) {
+	case store.BenchCancelled:
+		ev.Kind, ev.Error = BenchCancelled, runErr.Error()
+	case store.BenchFailed:
+		ev.Kind, ev.Error = BenchFailed, runErr.Error()
+	}
+	if saveErr != nil {
+		ev.Error = strings.TrimPrefix(ev.Error+"; "+saveErr.Error(), "; ")
+	}
+	s.emit.Emit(EventBench, ev)
+	switch {
+	case ev.Kind == BenchFailed:
+		return rows, fmt.Errorf("benchmark: %w", runErr)
+	case saveErr != nil:
+		return rows, fmt.Errorf("benchmark results not saved: %w", saveErr)
+	}
+	return rows, nil
+}
+
+// Cancel stops the run in progress; it tells whether there was one. The run ends promptly and is
+// saved as cancelled.
+func (s *BenchService) Cancel() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel == nil {
+		return false
+	}
+	s.cancelled = true
+	s.cancel()
+	return true
+}
+
+// History lists the saved runs matching filter, grouped per GPU (CPU runs per CPU), the group
+// with the newest run first and each group's rows newest first. Each ok row carries the change
+// against the previous ok run of the same model and test on that GPU.
+func (s *BenchService) History(filter BenchFilter) ([]BenchGroup, error) {
+	runs, err := s.store.ListBenchRuns(s.ctx, store.BenchFilter{GPU: strings.TrimSpace(filter.GPU), Model: strings.TrimSpace(filter.Model)})
+	if err != nil {
+		return nil, fmt.Errorf("list benchmark history: %w", err)
+	}
+	return groupRuns(runs), nil
+}
+
+// Import adds the rows of a llama-bench JSON or JSONL file to the history, marked as
+// llama-bench's, and returns how many it added.
+func (s *BenchService) Import(path string) (int, error) {
+	path = strings.TrimSpace(path)
+	if path == "" {
+		return 0, errors.New("import: no path given; enter the path of a `llama-bench -o json` or `-o jsonl` file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("import %s: %w", path, err)
+	}
+	defer f.Close()
+	records, err := bench.ParseLlamaBench(f)
+	if err != nil {
+		return 0, fmt.Errorf("import %s: %w", path, err)
+	}
+	for i, r := range records {
+		if _, err := s.store.SaveBenchRun(s.ctx, bench.StoreRun(r, bench.Target{}, store.BenchOK, "")); err != nil {
+			return i, fmt.Errorf("import %s row %d: %w", path, i+1, err)
+		}
+	}
+	return len(records), nil
+}
+
+func benchRow(r store.BenchRun) BenchRow {
+	return BenchRow{
+		ID: r.ID, CreatedAtMs: r.CreatedAtMs, Source: r.Source, Status: r.Status, Error: r.Error,
+		GPUKey: r.GPUKey, GPUName: r.GPUName, Backend: r.Backend, Model: modelName(r.ModelFile), ModelFile: r.ModelFile,
+		ModelType: r.ModelType, Test: r.Test, Reps: r.Reps, AvgTS: r.AvgTS, StddevTS: r.StddevTS,
+		TTFTMs: float64(r.TTFTNs) / 1e6, Placement: r.Placement,
+	}
+}
+
+// modelName is the file's base name: "/m/llama-7b.gguf" and "embedded:stories260K.gguf" give
+// "llama-7b.gguf" and "stories260K.gguf".
+func modelName(file string) string {
+	file = strings.TrimPrefix(file, "embedded:")
+	if i := strings.LastIndexAny(file, `/\`); i >= 0 {
+		return file[i+1:]
+	}
+	return file
+}
+
+// groupKey puts a run under its GPU by name, so a peer's llama-bench rows (which name the GPU but
+// carry no device key) sit beside ours; runs without a GPU group by CPU.
+func groupKey(r store.BenchRun) (key, label string) {
+	if name := strings.TrimSpace(r.GPUName); name != "" {
+		return "gpu:" + strings.ToLower(name), name
+	}
+	cpu := strings.TrimSpace(r.CPU)
+	if cpu == "" {
+		cpu = "unknown CPU"
+	}
+	return "cpu:" + strings.ToLower(cpu), "CPU · " + cpu
+}
+
+// groupRuns groups runs (newest first, as the store lists them) per GPU and computes each ok
+// row's change against the previous ok run of the same model and test in its group.
+func groupRuns(runs []store.BenchRun) []BenchGroup {
+	groups := []BenchGroup{}
+	index := map[string]int{}
+	for _, r := range runs {
+		key, label := groupKey(r)
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, BenchGroup{Key: key, Label: label})
+		}
+		groups[i].Rows = append(groups[i].Rows, benchRow(r))
+	}
+	for gi := range groups {
+		rows := groups[gi].Rows
+		sort.SliceStable(rows, func(a, b int) bool {
+			if rows[a].CreatedAtMs != rows[b].CreatedAtMs {
+				return rows[a].CreatedAtMs > rows[b].CreatedAtMs
+			}
+			return rows[a].ID > rows[b].ID
+		})
+		last := map[string]int{} // model+test -> index of the latest ok row seen, walking oldest first
+		for i := len(rows) - 1; i >= 0; i-- {
+			r := &rows[i]
+			if r.Status != store.BenchOK || r.AvgTS <= 0 {
+				continue
+			}
+			k := strings.ToLower(r.Model) + "\x00" + r.Test
+			if p, ok := last[k]; ok {
+				prev := rows[p]
+				d := (r.AvgTS - prev.AvgTS) / prev.AvgTS * 100
+				r.PrevID, r.PrevSource, r.PrevTS, r.DeltaPct = prev.ID, prev.Source, prev.AvgTS, &d
+			}
+			last[k] = i
+		}
+	}
+	return groups
+}
