@@ -16,7 +16,7 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_RUN  := gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev libvulkan-dev mesa-vulkan-drivers
 APT_TEST := $(APT_RUN) vulkan-validationlayers xvfb xauth chromium xdotool imagemagick
 
-.PHONY: run test build cli frontend deps-run deps-test apt-run apt-test node wails-cli vet gotest ui-tests e2e smoke screenshot clean
+.PHONY: glslc run test build cli frontend deps-run deps-test apt-run apt-test node wails-cli vet gotest ui-tests e2e smoke screenshot clean
 
 ## run: install what is missing, build, and start the app with the embedded model
 run: deps-run build
@@ -59,11 +59,19 @@ cli:
 vet:
 	$(GO) vet ./...
 
-# Vulkan tests run on Mesa lavapipe (mesa-vulkan-drivers), which needs no GPU.
-# >>> Vulkan extras (owner: engine/vulkan) go at the end of this recipe: the GOEXPERIMENT=cgocheck2
-# >>> run of the cgo packages and the check that the committed SPIR-V matches shaders/*.comp.
-gotest:
+# Vulkan tests run on Mesa lavapipe (mesa-vulkan-drivers), which needs no GPU, with the Khronos
+# validation layer (vulkan-validationlayers) counting errors. The Vulkan packages run a second time
+# under GOEXPERIMENT=cgocheck2, which checks every Go pointer handed to C. A current glslc (fetched
+# by ../shared/tools/get-glslc.sh into .tools/vk) lets shaders/ check the committed SPIR-V is current.
+gotest: glslc
 	$(GO) test -count=1 ./...
+	GOEXPERIMENT=cgocheck2 $(GO) test -count=1 ./engine/vulkan/... ./shaders
+
+GET_GLSLC := ../shared/tools/get-glslc.sh
+glslc:
+	@if [ -x .tools/vk/bin/glslc ]; then :; \
+	elif [ -x "$(GET_GLSLC)" ]; then bash "$(GET_GLSLC)" .tools/vk; \
+	else echo "no $(GET_GLSLC): the SPIR-V currency check will skip"; fi
 
 ## ui-tests: both UI suites in one node test run, so its summary closes the output
 ui-tests: $(APP)
