@@ -30,6 +30,9 @@ type Context struct {
 	minOffsetAlign uint64
 	timestampNs    float64 // nanoseconds per timestamp tick; 0 when the queue has no timestamps
 
+	gemm       gemmTier // prefill GEMM tier, chosen once at Open (coopmat.go)
+	gemmReason string
+
 	pools   []*memPool
 	kernels map[string]*Kernel
 
@@ -87,6 +90,7 @@ func Open(opts Options) (*Context, error) {
 		c.Close()
 		return nil, err
 	}
+	c.selectGEMMTier()
 	if !opts.Quiet {
 		c.logRoster()
 		if c.inst.validate {
@@ -176,9 +180,9 @@ func (c *Context) capabilities() []capability {
 		{name: "8-bit storage", present: f[FeatureStorage8], selects: "enabled; kernels read quantized bytes from 32-bit words on every tier", ext: "VK_KHR_8bit_storage"},
 		{name: "float16 arithmetic", present: f[FeatureFP16], selects: "enabled; kernels compute in f32 (f16 only for KV storage and llama.cpp-matching rounding)", ext: "VK_KHR_shader_float16_int8"},
 		{name: "int8 dot product", present: f[FeatureInt8Dot], selects: "enabled; matmuls dequantize to f32 (no int8 dot tier yet)", ext: "VK_KHR_shader_integer_dot_product"},
-		{name: "KHR cooperative matrix", present: f[FeatureCoopmatKHR], selects: "prefill GEMM on the shared-memory tier (no cooperative-matrix tier yet)", fast: true, ext: "VK_KHR_cooperative_matrix",
-			absent: "prefill GEMM runs on the shared-memory tier"},
-		{name: "NV cooperative matrix 2", present: f[FeatureCoopmat2NV], selects: "prefill GEMM on the shared-memory tier (no cooperative-matrix tier yet)", ext: "VK_NV_cooperative_matrix2"},
+		{name: "KHR cooperative matrix", present: f[FeatureCoopmatKHR], selects: c.gemmSelects(), fast: true, ext: "VK_KHR_cooperative_matrix",
+			absent: coopmatAbsentCost},
+		{name: "NV cooperative matrix 2", present: f[FeatureCoopmat2NV], selects: "not used; prefill rides on the KHR cooperative-matrix tier where that is selected", ext: "VK_NV_cooperative_matrix2"},
 		{name: "memory budget", present: f[FeatureMemoryBudget], selects: "the plan's room comes from the driver's budget", ext: "VK_EXT_memory_budget"},
 	}
 }

@@ -91,6 +91,10 @@ var weightTypes = []quant.Type{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0, qua
 
 func TestMatMulMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	c := ctxOrSkip(t)
+	// The shared-memory tier on every device (coopmat_test.go checks the cooperative-matrix one).
+	prev := c.gemm
+	c.gemm = gemmShared
+	t.Cleanup(func() { c.gemm = prev })
 	const k, n = 512, 37
 	for _, typ := range weightTypes {
 		for _, m := range []int{1, 11} {

@@ -255,7 +255,8 @@ static void vkl_validation_set(int n) { vkl_val_errors = n; }
 static const char* vkl_validation_last(void) { return vkl_val_last; }
 
 // vkl_create_device creates a device with one compute queue and the features the kernels
-// ride on enabled where present (16/8-bit storage, float16/int8, integer dot product).
+// ride on enabled where present (16/8-bit storage, float16/int8, integer dot product, KHR
+// cooperative matrix with the Vulkan memory model).
 static VkResult vkl_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t family, const vkl_devinfo* info, VkDevice* out) {
 	PFN_vkCreateDevice f = (PFN_vkCreateDevice)vkl_gipa(inst, "vkCreateDevice");
 	if (!f) return VK_ERROR_INITIALIZATION_FAILED;
@@ -283,6 +284,25 @@ static VkResult vkl_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t
 	if (!v12 && (info->fp16 || info->int8)) exts[next++] = "VK_KHR_shader_float16_int8";
 	if (!v13 && info->int8dot) exts[next++] = "VK_KHR_shader_integer_dot_product";
 	if (info->extBudget) exts[next++] = "VK_EXT_memory_budget";
+	// The cooperative-matrix GEMM tier (coopmat.go) needs the extension's feature and the
+	// Vulkan memory model its SPIR-V declares; both are enabled only when both are supported.
+	vkl_coopmat_khr_features cm = {(VkStructureType)VKL_STYPE_COOPMAT_KHR_FEATURES};
+	VkPhysicalDeviceVulkanMemoryModelFeatures mm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+	PFN_vkGetPhysicalDeviceFeatures2 getFeat2 = (PFN_vkGetPhysicalDeviceFeatures2)vkl_gipa(inst, "vkGetPhysicalDeviceFeatures2");
+	if (info->coopmatKHR && v12 && getFeat2) {
+		VkPhysicalDeviceFeatures2 q = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+		q.pNext = &mm;
+		getFeat2(pd, &q);
+		mm.pNext = NULL;
+		if (mm.vulkanMemoryModel) {
+			mm.vulkanMemoryModelDeviceScope = VK_FALSE;
+			mm.vulkanMemoryModelAvailabilityVisibilityChains = VK_FALSE;
+			cm.cooperativeMatrix = VK_TRUE;
+			*tail = &cm; tail = &cm.pNext;
+			*tail = &mm; tail = &mm.pNext;
+			exts[next++] = "VK_KHR_cooperative_matrix";
+		}
+	}
 	VkDeviceCreateInfo ci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
 	ci.pNext = &f2;
 	ci.queueCreateInfoCount = 1;

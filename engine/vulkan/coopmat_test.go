@@ -1,0 +1,240 @@
+package vulkan
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+func TestGEMMTierChoiceNeedsTheShapeTheShadersUse(t *testing.T) {
+	good := CoopmatShape{M: 16, N: 16, K: 16, A: "f16", B: "f16", C: "f32", Result: "f32", Scope: "subgroup"}
+	f16acc := good
+	f16acc.C, f16acc.Result = "f16", "f16"
+	int8 := CoopmatShape{M: 16, N: 16, K: 32, A: "s8", B: "s8", C: "s32", Result: "s32", Scope: "subgroup"}
+	gpu := DeviceInfo{SubgroupSize: 32, Features: map[string]bool{FeatureCoopmatKHR: true, FeatureFP16: true}}
+	wave64 := gpu
+	wave64.SubgroupSize = 64
+	noExt := DeviceInfo{SubgroupSize: 32, Features: map[string]bool{FeatureFP16: true}}
+	all := coopmatFacts{shapes: []CoopmatShape{int8, f16acc, good}, compute: true, memModel: true}
+	for _, tc := range []struct {
+		name   string
+		info   DeviceInfo
+		facts  coopmatFacts
+		want   gemmTier
+		reason string
+	}{
+		{"extension and shape", gpu, all, gemmCoopmat, "16x16x16 f16*f16+f32->f32 subgroup"},
+		{"no extension", noExt, all, gemmShared, "no VK_KHR_cooperative_matrix"},
+		{"only other shapes", gpu, coopmatFacts{shapes: []CoopmatShape{int8, f16acc}, compute: true, memModel: true}, gemmShared, "among the 2 reported"},
+		{"not in compute shaders", gpu, coopmatFacts{shapes: all.shapes, memModel: true}, gemmShared, "compute shaders"},
+		{"no memory model", gpu, coopmatFacts{shapes: all.shapes, compute: true}, gemmShared, "vulkanMemoryModel"},
+		{"subgroups of 64", wave64, all, gemmShared, "subgroup size 64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, reason := chooseGEMMTier(tc.info, tc.facts)
+			if got != tc.want || !strings.Contains(reason, tc.reason) {
+				t.Fatalf("got %v (%s), want %v (reason containing %q)", got, reason, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+func TestCoopmatTierTakesOnlyMultiTokenNonF32Products(t *testing.T) {
+	c := &Context{gemm: gemmCoopmat}
+	for _, tc := range []struct {
+		typ  quant.Type
+		k, m int
+		want bool
+	}{
+		{quant.Q4_K, 4096, 512, true},
+		{quant.Q4_0, 64, 2, true},
+		{quant.F16, 4096, 7, true},
+		{quant.Q4_K, 4096, 1, false}, // decode keeps the matvec
+		{quant.F32, 4096, 512, false},
+		{quant.F16, 100, 512, false}, // rows not whole 32-element units
+	} {
+		if got := c.usesCoopmat(tc.typ, tc.k, tc.m); got != tc.want {
+			t.Errorf("%v k=%d m=%d: coopmat %v, want %v", tc.typ, tc.k, tc.m, got, tc.want)
+		}
+	}
+	if (&Context{gemm: gemmShared}).usesCoopmat(quant.Q4_K, 4096, 512) {
+		t.Error("a shared-memory-tier context chose the cooperative-matrix tier")
+	}
+	if !strings.Contains(coopmatAbsentCost, "measured") || !strings.Contains(coopmatAbsentCost, "H200") {
+		t.Errorf("the absent-tier warning carries no measured cost: %q", coopmatAbsentCost)
+	}
+}
+
+func coopmatOrSkip(t testing.TB, c *Context) {
+	t.Helper()
+	if c.gemm == gemmShared {
+		t.Skipf("device %q has no usable cooperative-matrix tier: %s", c.Info.Name, c.gemmReason)
+	}
+}
+
+func roundF16(v float32) float64 { return float64(quant.F16ToF32(quant.F32ToF16(v))) }
+
+// The cooperative-matrix GEMM takes fp16 weights and activations and accumulates in fp32, so
+// it is held to two references: the products of the fp16-rounded inputs up to fp32 summation
+// order (|gpu − ref16| ≤ 1e-4·Σ|w·x| + 1e-5; measured ≤ 2.3e-7 on the H200), and the exact
+// products up to fp16 input rounding (|gpu − ref| ≤ 2e-3·Σ|w·x| + 1e-5; measured ≤ 8.6e-5).
+// Rows and tokens that are not whole 64-wide tiles check the edges; strides wider than the
+// rows check the addressing; the accumulate flag adds to Y.
+func TestCoopmatGEMMMatchesReferenceForEveryWeightType(t *testing.T) {
+	c := ctxOrSkip(t)
+	coopmatOrSkip(t, c)
+	const k, n = 512, 100
+	for _, typ := range weightTypes {
+		if typ == quant.F32 {
+			continue
+		}
+		for _, m := range []int{2, 70} {
+			t.Run(fmt.Sprintf("%v/tokens%d", typ, m), func(t *testing.T) {
+				if !c.usesCoopmat(typ, k, m) {
+					t.Fatalf("%v with %d tokens does not take the cooperative-matrix tier", typ, m)
+				}
+				checkCoopmatGEMM(t, c, typ, k, n, m)
+			})
+		}
+	}
+}
+
+func checkCoopmatGEMM(t *testing.T, c *Context, typ quant.Type, k, n, m int) {
+	rng := rand.New(rand.NewSource(int64(typ)*1000 + int64(m)))
+	wq, err := quant.Quantize(typ, randVec(rng, k*n, 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := make([]float32, k*n)
+	if err := quant.Dequantize(typ, wq, wd); err != nil {
+		t.Fatal(err)
+	}
+	xs, ys := k+32, n+3
+	x := randVec(rng, xs*m, 1)
+	wb, xb := uploadBytes(t, c, wq), upload(t, c, x)
+	ones := make([]float32, ys*m)
+	for i := range ones {
+		ones[i] = 1
+	}
+	yb, ya := upload(t, c, ones), upload(t, c, ones)
+	run(t, c, func(s *Seq) {
+		s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, m, xs, ys, false)
+		s.MatMul(typ, wb.All(), xb.All(), ya.All(), k, n, m, xs, ys, true)
+	})
+	got, gotAcc := readF32(t, yb, ys*m), readF32(t, ya, ys*m)
+	worst16, worst := 0.0, 0.0
+	for tok := 0; tok < m; tok++ {
+		for r := 0; r < ys; r++ {
+			o := tok*ys + r
+			if r >= n {
+				if got[o] != 1 || gotAcc[o] != 1 {
+					t.Fatalf("token %d: element %d past the %d rows was written", tok, r, n)
+				}
+				continue
+			}
+			var ref, ref16, mag float64
+			for i := 0; i < k; i++ {
+				wv, xv := wd[r*k+i], x[tok*xs+i]
+				ref += float64(wv) * float64(xv)
+				ref16 += roundF16(wv) * roundF16(xv)
+				mag += math.Abs(float64(wv) * float64(xv))
+			}
+			e16 := math.Abs(float64(got[o]) - ref16)
+			e := math.Abs(float64(got[o]) - ref)
+			if e16 > 1e-4*mag+1e-5 || math.Abs(float64(gotAcc[o])-(ref16+1)) > 1e-4*mag+1e-5 || e > 2e-3*mag+1e-5 {
+				t.Fatalf("token %d row %d: got %v (accumulated %v, from 1), want %v exact, %v with fp16 inputs (Σ|w·x| %v)",
+					tok, r, got[o], gotAcc[o], ref, ref16, mag)
+			}
+			worst16 = math.Max(worst16, e16/mag)
+			worst = math.Max(worst, e/mag)
+		}
+	}
+	t.Logf("max |err|/Σ|w·x|: %.2g against exact, %.2g against fp16-rounded inputs", worst, worst16)
+}
+
+// randomQ4K makes rows×k/256 valid Q4_K blocks (finite scales) from random bytes.
+func randomQ4K(rng *rand.Rand, blocks int) []byte {
+	b := make([]byte, blocks*144)
+	rng.Read(b)
+	for i := 0; i < blocks; i++ {
+		binary.LittleEndian.PutUint16(b[i*144:], quant.F32ToF16(0.002))
+		binary.LittleEndian.PutUint16(b[i*144+2:], quant.F32ToF16(0.001))
+	}
+	return b
+}
+
+// BenchmarkPrefillGEMMTiers times one 4096x4096 Q4_K weight times 512 tokens on both tiers
+// (GPU time from timestamps, 8 GEMMs per submit) and reports the speedup that
+// coopmatAbsentCost quotes. Run: -test.run '^$' -test.bench PrefillGEMMTiers -test.benchtime 3x.
+func BenchmarkPrefillGEMMTiers(b *testing.B) {
+	testCtxOnce.Do(func() {
+		testCtx, testCtxErr = Open(Options{Device: -1, Validate: true, Quiet: true})
+	})
+	if testCtxErr != nil {
+		b.Skipf("no Vulkan context: %v", testCtxErr)
+	}
+	c := testCtx
+	if c.gemm == gemmShared {
+		b.Skipf("device has no usable cooperative-matrix tier: %s", c.gemmReason)
+	}
+	const k, n, m, reps = 4096, 4096, 512, 8
+	rng := rand.New(rand.NewSource(1))
+	wq := randomQ4K(rng, n*k/256)
+	buf := func(data []byte) *Buffer {
+		bb, err := c.NewBuffer(uint64(len(data)), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := bb.Write(0, data); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(bb.Free)
+		return bb
+	}
+	wb := buf(wq)
+	xb := buf(f32Bytes(randVec(rng, k*m, 1)))
+	yb := buf(make([]byte, 4*n*m))
+	ms := map[gemmTier]float64{}
+	for _, tier := range []gemmTier{gemmShared, gemmCoopmat} {
+		prev := c.gemm
+		c.gemm = tier
+		s, err := c.NewSeq()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.EnableTimestamps(2); err != nil {
+			b.Fatal(err)
+		}
+		s.Stamp("start")
+		for i := 0; i < reps; i++ {
+			s.MatMul(quant.Q4_K, wb.All(), xb.All(), yb.All(), k, n, m, k, n, false)
+			s.Barrier()
+		}
+		s.Stamp("gemm")
+		c.gemm = prev
+		best := math.Inf(1)
+		for i := 0; i < b.N+1; i++ { // the first run warms the pipeline
+			if err := s.Run(); err != nil {
+				b.Fatal(err)
+			}
+			tm, err := s.Timings()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if i > 0 {
+				best = math.Min(best, tm["gemm"]/1e6/reps)
+			}
+		}
+		s.Free()
+		ms[tier] = best
+		b.Logf("%v tier: %.3f ms per 4096x4096 Q4_K x 512 GEMM (%.1f TFLOP/s)", tier, best, 2*k*n*m/best/1e9)
+	}
+	b.ReportMetric(ms[gemmShared], "shared-ms")
+	b.ReportMetric(ms[gemmCoopmat], "coopmat-ms")
+	b.ReportMetric(ms[gemmShared]/ms[gemmCoopmat], "speedup")
+}
