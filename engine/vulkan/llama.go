@@ -76,6 +76,16 @@ type Resident struct {
 	closed bool
 	ownCtx bool
 
+	// A part of the model (ResidentOptions.Part): the pass starts from the hidden states in hin
+	// at layer first, and without the head ends with the hidden states in hout.
+	part     bool
+	first    int
+	hasHead  bool
+	hin      *Buffer // host-visible: rows × dim hidden states in
+	hout     *Buffer // host-visible: rows × dim hidden states out (no head)
+	warmed   bool
+	onWarmup func(after DeviceInfo)
+
 	// allocated bytes by kind, for the plan comparison
 	Bytes ResidentBytes
 
@@ -86,9 +96,12 @@ type Resident struct {
 
 // ResidentBytes is what the driver allocated on the device, by kind.
 type ResidentBytes struct {
-	Weights uint64
+	Weights uint64 // every weight buffer, Layers and Head included
 	KV      uint64
 	Scratch uint64
+	Layers  uint64 // the blocks' weights (blk.N.*)
+	Head    uint64 // final norm and output head (the embedding table when tied), 0 without them
+	Other   uint64 // rope frequency factors (rope_freqs.weight), 0 when the model has none
 }
 
 // ResidentOptions tunes NewResident.
@@ -98,6 +111,22 @@ type ResidentOptions struct {
 	OwnContext bool
 	// Window is the most rows one prefill pass takes; 0: the package Window (512).
 	Window int
+	// Part, when set, makes the runner hold only part of the model (the GPU side of a split).
+	Part *Part
+	// AfterWarmup is called once, after the first decode pass has run (every resident buffer
+	// then exists and has been touched), with the device's facts re-read then: the caller
+	// compares the budget and usage with its plan.
+	AfterWarmup func(after DeviceInfo)
+}
+
+// Part is the GPU side of a split: layers FirstLayer.. of the model resident with their KV
+// cache, fed hidden states by the caller (EvalHidden) instead of tokens; the final norm and the
+// output head are resident too when Head, else the pass ends with the hidden states and the
+// caller applies them. The token embedding table stays with the caller (unless it is the tied
+// output head).
+type Part struct {
+	FirstLayer int
+	Head       bool
 }
 
 // CheckModel reports whether the resident driver can run m, with the reason when not.
@@ -149,7 +178,14 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		return nil, fmt.Errorf("resident driver: context %d needs a %d-byte KV binding per layer, over maxStorageBufferRange %d (at most %d positions): %w",
 			ctxLen, uint64(ctxLen)*kvRowBytes, c.Info.MaxStorageBufferRange, maxCtx, ErrTooLarge)
 	}
-	r := &Resident{c: c, h: h, ctxLen: ctxLen, prof: config.GPUProf.Bool(), ownCtx: opts.OwnContext}
+	r := &Resident{c: c, h: h, ctxLen: ctxLen, prof: config.GPUProf.Bool(), ownCtx: opts.OwnContext,
+		hasHead: true, onWarmup: opts.AfterWarmup}
+	if p := opts.Part; p != nil {
+		if p.FirstLayer < 0 || p.FirstLayer >= h.Layers {
+			return nil, fmt.Errorf("resident driver: first GPU layer %d outside the model's %d layers", p.FirstLayer, h.Layers)
+		}
+		r.part, r.first, r.hasHead = true, p.FirstLayer, p.Head
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -157,26 +193,43 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		}
 	}()
 	var err error
-	if r.tokEmbd, err = r.uploadMatrix(m.TokenEmbd); err != nil {
-		return nil, err
+	if !r.part {
+		if r.tokEmbd, err = r.uploadMatrix(m.TokenEmbd); err != nil {
+			return nil, err
+		}
 	}
-	if m.Tied {
-		r.output = r.tokEmbd
-	} else if r.output, err = r.uploadMatrix(m.Output); err != nil {
-		return nil, err
-	}
-	if r.outNorm, err = r.uploadVector(m.OutputNorm); err != nil {
-		return nil, err
+	if r.hasHead {
+		w0 := r.Bytes.Weights
+		switch {
+		case m.Tied && !r.part:
+			r.output, w0 = r.tokEmbd, 0 // the table uploaded first is also the head
+		case m.Tied:
+			r.tokEmbd, err = r.uploadMatrix(m.TokenEmbd)
+			r.output = r.tokEmbd
+		default:
+			r.output, err = r.uploadMatrix(m.Output)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if r.outNorm, err = r.uploadVector(m.OutputNorm); err != nil {
+			return nil, err
+		}
+		r.Bytes.Head = r.Bytes.Weights - w0
 	}
 	if f := h.Rope.Factors; f != nil {
 		if len(f) < h.Rope.Dims/2 {
 			return nil, fmt.Errorf("resident driver: rope_freqs has %d factors, want %d", len(f), h.Rope.Dims/2)
 		}
+		w0 := r.Bytes.Weights
 		if r.factors, err = r.uploadVector(model.Vector{Name: "rope_freqs.weight", Values: f}); err != nil {
 			return nil, err
 		}
+		r.Bytes.Other = r.Bytes.Weights - w0
 	}
-	for i, l := range m.Layers {
+	for i := r.first; i < len(m.Layers); i++ {
+		l := m.Layers[i]
+		w0 := r.Bytes.Weights
 		var lw layerWeights
 		for _, p := range []struct {
 			dst *weight
@@ -200,6 +253,7 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 			return nil, fmt.Errorf("layer %d V cache: %w", i, err)
 		}
 		r.Bytes.KV += 2 * kvBytes
+		r.Bytes.Layers += r.Bytes.Weights - w0
 		r.layers = append(r.layers, lw)
 	}
 	if err := r.allocScratch(opts.Window); err != nil {
@@ -209,7 +263,7 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		return nil, err
 	}
 	ok = true
-	slog.Info("vulkan resident driver ready", "layers", h.Layers, "dim", h.Dim, "ctx", ctxLen, "kv", "f16",
+	slog.Info("vulkan resident driver ready", "layers", len(r.layers), "first_layer", r.first, "head", r.hasHead, "dim", h.Dim, "ctx", ctxLen, "kv", "f16",
 		"weights_mb", r.Bytes.Weights>>20, "kv_mb", r.Bytes.KV>>20, "scratch_mb", r.Bytes.Scratch>>20)
 	return r, nil
 }
@@ -276,14 +330,23 @@ func (r *Resident) allocScratch(window int) error {
 		n    int
 		host bool
 	}
-	for _, a := range []alloc{
+	allocs := []alloc{
 		{&r.x, r.rows * h.Dim, false}, {&r.xn, r.rows * h.Dim, false},
 		{&r.q, r.rows * h.QDim(), false}, {&r.k, r.rows * h.KDim(), false}, {&r.v, r.rows * h.VDim(), false},
 		{&r.att, r.rows * h.QDim(), false}, {&r.gate, r.rows * h.FFN, false}, {&r.up, r.rows * h.FFN, false},
 		{&r.xq, r.rows * max(h.FFN, h.QDim(), h.Dim), false},
-		{&r.logits, r.logitRows * h.VocabSize, true},
-		{&r.ids, r.rows, true}, {&r.pos, 1, true}, {&r.best, 1, true},
-	} {
+		{&r.ids, r.rows, true}, {&r.pos, 1, true},
+	}
+	if r.hasHead {
+		allocs = append(allocs, alloc{&r.logits, r.logitRows * h.VocabSize, true}, alloc{&r.best, 1, true})
+	}
+	if r.part {
+		allocs = append(allocs, alloc{&r.hin, r.rows * h.Dim, true})
+		if !r.hasHead {
+			allocs = append(allocs, alloc{&r.hout, r.rows * h.Dim, true})
+		}
+	}
+	for _, a := range allocs {
 		b, err := r.c.NewBuffer(uint64(4*a.n), a.host)
 		if err != nil {
 			return fmt.Errorf("scratch: %w", err)
@@ -351,8 +414,12 @@ func (r *Resident) record(s *Seq, m int) {
 		}
 	}
 	stamp("start")
-	for _, sl := range r.tokEmbd.slices {
-		s.Embed(r.tokEmbd.typ, sl.buf.All(), r.ids.All(), r.x.All(), dim, m, sl.row0, sl.rows, dim)
+	if r.part {
+		s.Copy(r.hin, 0, r.x, 0, uint64(4*m*dim))
+	} else {
+		for _, sl := range r.tokEmbd.slices {
+			s.Embed(r.tokEmbd.typ, sl.buf.All(), r.ids.All(), r.x.All(), dim, m, sl.row0, sl.rows, dim)
+		}
 	}
 	s.Barrier()
 	stamp("embed")
@@ -404,6 +471,10 @@ func (r *Resident) record(s *Seq, m int) {
 		s.Barrier()
 		stamp("ffn_down")
 	}
+	if !r.hasHead {
+		s.Copy(r.x, 0, r.hout, 0, uint64(4*m*dim))
+		return
+	}
 	s.RMSNorm(r.x.All(), r.outNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
 	s.Barrier()
 	stamp("norm")
@@ -428,12 +499,14 @@ func (r *Resident) recordDecode() error {
 		}
 	}
 	r.record(s, 1)
-	r.head(s, 0, 1)
-	s.Barrier()
-	if r.prof {
-		s.Stamp("head")
+	if r.hasHead {
+		r.head(s, 0, 1)
+		s.Barrier()
+		if r.prof {
+			s.Stamp("head")
+		}
+		s.Argmax(r.logits.Range(0, uint64(4*r.h.VocabSize)), r.best.All(), r.h.VocabSize)
 	}
-	s.Argmax(r.logits.Range(0, uint64(4*r.h.VocabSize)), r.best.All(), r.h.VocabSize)
 	if err := s.End(); err != nil {
 		s.Free()
 		return fmt.Errorf("record the decode pass: %w", err)
@@ -473,6 +546,9 @@ func (r *Resident) setInputs(tokens []int, pos int) error {
 func (r *Resident) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, error) {
 	if r.closed {
 		return nil, errors.New("vulkan eval: runner is closed")
+	}
+	if r.part {
+		return nil, errors.New("vulkan eval: this runner holds part of the model and takes hidden states (EvalHidden)")
 	}
 	if err := r.checkTokens(tokens, pos); err != nil {
 		return nil, err
@@ -527,6 +603,12 @@ func (r *Resident) runDecode() error {
 	if r.prof {
 		r.profile(time.Since(t0))
 	}
+	if !r.warmed {
+		r.warmed = true
+		if !r.part {
+			warmedUp(r.c, r.onWarmup)
+		}
+	}
 	return nil
 }
 
@@ -568,6 +650,13 @@ func (r *Resident) prefill(n int, all, last bool) ([]float32, error) {
 		}
 	}
 	r.record(s, n)
+	if !r.hasHead {
+		if err := s.Run(); err != nil {
+			return nil, fmt.Errorf("vulkan prefill: %w", err)
+		}
+		r.logPrefill(s, n, time.Since(t0))
+		return r.hout.ReadF32(0, n*r.h.Dim)
+	}
 	vocab := r.h.VocabSize
 	if !all {
 		if last {
@@ -623,9 +712,68 @@ func (r *Resident) logPrefill(s *Seq, n int, wall time.Duration) {
 	slog.Info("vulkan prefill window profile", args...)
 }
 
+// EvalHidden runs n rows of hidden states x (n × dim, token-major: the residual stream entering
+// layer Part.FirstLayer) at positions pos.. through the resident layers. With the head on the
+// device it returns the last row's logits, or every row's when wantAllLogits; without it, every
+// row's hidden states after the last layer (n × dim), for the caller's final norm and head.
+func (r *Resident) EvalHidden(x []float32, n, pos int, wantAllLogits bool) ([]float32, error) {
+	if r.closed {
+		return nil, errors.New("vulkan eval: runner is closed")
+	}
+	if !r.part {
+		return nil, errors.New("vulkan eval: this runner holds the whole model and takes tokens (Eval)")
+	}
+	dim := r.h.Dim
+	if n <= 0 || len(x) != n*dim {
+		return nil, fmt.Errorf("vulkan eval: %d hidden values for %d rows of %d", len(x), n, dim)
+	}
+	if pos < 0 || pos+n > r.ctxLen {
+		return nil, fmt.Errorf("vulkan eval: positions %d..%d outside the context of %d", pos, pos+n-1, r.ctxLen)
+	}
+	var out []float32
+	for start := 0; start < n; {
+		cnt := min(r.rows, n-start)
+		if err := r.hin.WriteF32(0, x[start*dim:(start+cnt)*dim]); err != nil {
+			return nil, err
+		}
+		if err := r.pos.WriteU32(0, []uint32{uint32(pos + start)}); err != nil {
+			return nil, err
+		}
+		last := start+cnt == n
+		var got []float32
+		var err error
+		switch {
+		case cnt == 1:
+			if err = r.runDecode(); err != nil {
+				return nil, err
+			}
+			if r.hasHead {
+				got, err = r.logits.ReadF32(0, r.h.VocabSize)
+			} else {
+				got, err = r.hout.ReadF32(0, dim)
+			}
+		default:
+			got, err = r.prefill(cnt, wantAllLogits, last)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !r.hasHead || wantAllLogits {
+			out = append(out, got...)
+		} else if last {
+			out = got
+		}
+		start += cnt
+	}
+	return out, nil
+}
+
 // Greedy runs one token at pos through the pre-recorded decode pass and returns the
 // device-side argmax of its logits (one submit, one 4-byte read).
 func (r *Resident) Greedy(token, pos int) (int, error) {
+	if r.part {
+		return 0, errors.New("vulkan greedy: this runner holds part of the model and takes hidden states (EvalHidden)")
+	}
 	if err := r.checkTokens([]int{token}, pos); err != nil {
 		return 0, err
 	}
@@ -682,7 +830,7 @@ func (r *Resident) Close() error {
 		l.kCache.Free()
 		l.vCache.Free()
 	}
-	for _, b := range []*Buffer{r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.best} {
+	for _, b := range []*Buffer{r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.best, r.hin, r.hout} {
 		b.Free()
 	}
 	if r.ownCtx {

@@ -1,7 +1,9 @@
-// Package backend plugs the Vulkan resident driver into engine.Load: it plans the model on the
-// chosen device (engine/plan) and, when the plan arms, uploads it and hands the engine a
-// model.Runner. It is its own package because the plan's device adapter imports
-// engine/vulkan; importing it (blank) from the binary registers the backend.
+// Package backend plugs the Vulkan drivers into engine.Load: it plans the model on the chosen
+// device (engine/plan) and, when the plan arms, uploads the whole model and hands the engine
+// the resident runner; when the plan declines but its split puts some layers on the GPU, it
+// hands the engine the split runner (those layers on the device, the rest on the CPU). It is
+// its own package because the plan's device adapter imports engine/vulkan; importing it
+// (blank) from the binary registers the backend.
 package backend
 
 import (
@@ -13,15 +15,18 @@ import (
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/plan"
 	"github.com/vkllm/vkllm/engine/plan/planinput"
 	"github.com/vkllm/vkllm/engine/vulkan"
 )
 
 func init() { engine.RegisterGPUBackend("vulkan", New) }
 
-// New is the engine.GPUBackend of the Vulkan resident driver. It declines (an error wrapping
+// New is the engine.GPUBackend of the Vulkan drivers. It declines (an error wrapping
 // engine.ErrGPUDeclined) when there is no Vulkan device, the model is outside what the driver
-// runs, or the resident plan declines; it fails only when an armed upload goes wrong.
+// runs, or the resident plan declines and its split has no layer on the GPU; it fails only
+// when an upload the plan chose goes wrong. A declined plan (or VKLLM_GPU_RESIDENT=0) with
+// GPU layers in its split runs split, placement "split k of L".
 func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOptions) (engine.GPURunner, error) {
 	if err := vulkan.CheckModel(m); err != nil {
 		return engine.GPURunner{}, fmt.Errorf("%w: %v", engine.ErrGPUDeclined, err)
@@ -42,13 +47,16 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 	}
 	p.Log(ctx, slog.Default())
 	if !p.Verdict.Armed {
-		return engine.GPURunner{}, fmt.Errorf("%w: %s", engine.ErrGPUDeclined, p.Verdict.Text)
+		if p.Split == nil || p.Split.GPULayers == 0 {
+			return engine.GPURunner{}, fmt.Errorf("%w: %s", engine.ErrGPUDeclined, p.Verdict.Text)
+		}
+		return newSplit(p, dev, m, f.Path, opts.Threads)
 	}
 	c, err := vulkan.Open(vulkan.Options{Device: dev.Index})
 	if err != nil {
 		return engine.GPURunner{}, fmt.Errorf("open Vulkan device %d: %w", dev.Index, err)
 	}
-	r, err := vulkan.NewResident(c, m, vulkan.ResidentOptions{Context: p.Ctx.Chosen, OwnContext: true})
+	r, err := vulkan.NewResident(c, m, vulkan.ResidentOptions{Context: p.Ctx.Chosen, OwnContext: true, AfterWarmup: spillCheck(p)})
 	if err != nil {
 		c.Close()
 		if errors.Is(err, vulkan.ErrUnsupported) || errors.Is(err, vulkan.ErrTooLarge) {
@@ -57,4 +65,45 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 		return engine.GPURunner{}, fmt.Errorf("upload %s to %s: %w", f.Path, dev.Name, err)
 	}
 	return engine.GPURunner{Runner: r, Backend: "vulkan", Placement: "resident", Context: r.Context()}, nil
+}
+
+// newSplit runs the plan's split: its GPU layers (the last ones) and, where the plan put it
+// there, the output head resident on dev; the other layers on the CPU.
+func newSplit(p plan.Plan, dev vulkan.DeviceInfo, m *model.Model, path string, threads int) (engine.GPURunner, error) {
+	sp := p.Split
+	slog.Info(sp.Text(), "reason", p.Verdict.Text, "first_gpu_layer", sp.FirstGPULayer, "output_on_gpu", sp.OutputOnGPU,
+		"gpu_mb", plan.MBUp(sp.GPUBytes), "ctx", sp.Ctx)
+	c, err := vulkan.Open(vulkan.Options{Device: dev.Index})
+	if err != nil {
+		return engine.GPURunner{}, fmt.Errorf("open Vulkan device %d: %w", dev.Index, err)
+	}
+	s, err := vulkan.NewSplit(c, m, vulkan.SplitOptions{
+		Context: sp.Ctx, FirstGPULayer: sp.FirstGPULayer, HeadOnGPU: sp.OutputOnGPU,
+		OwnContext: true, Threads: threads, AfterWarmup: spillCheck(p),
+	})
+	if err != nil {
+		c.Close()
+		if errors.Is(err, vulkan.ErrUnsupported) || errors.Is(err, vulkan.ErrTooLarge) {
+			return engine.GPURunner{}, fmt.Errorf("%w: %v", engine.ErrGPUDeclined, err)
+		}
+		return engine.GPURunner{}, fmt.Errorf("upload %d layers of %s to %s: %w", sp.GPULayers, path, dev.Name, err)
+	}
+	return engine.GPURunner{Runner: s, Backend: "vulkan", Placement: Placement(sp), Context: s.Context()}, nil
+}
+
+// Placement is the split's ModelInfo.Placement: "split k of L".
+func Placement(sp *plan.Split) string {
+	return fmt.Sprintf("split %d of %d", sp.GPULayers, sp.Layers)
+}
+
+// spillCheck is the warm-up hook of a runner planned by p: once every resident buffer exists
+// and has been touched, the driver re-reads its device's budget and usage, and when the
+// process spilled past the budget this warns once through slog, with a smaller pin as the
+// remedy (a spill silently slows decode on some drivers).
+func spillCheck(p plan.Plan) func(after vulkan.DeviceInfo) {
+	return func(after vulkan.DeviceInfo) {
+		if msg, ok := plan.SpillWarning(p, planinput.DeviceOf(after)); ok {
+			slog.Warn(msg, "device", after.Name)
+		}
+	}
 }

@@ -13,9 +13,16 @@ import (
 	"github.com/vkllm/vkllm/engine/vulkan"
 )
 
+const sharedDir = "../../../../shared"
+
 func openModel(t *testing.T) (*gguf.File, *model.Model) {
 	t.Helper()
-	f, err := gguf.Open(filepath.Join("../../../../shared/models", "stories260K.gguf"))
+	return openNamed(t, "stories260K")
+}
+
+func openNamed(t *testing.T, name string) (*gguf.File, *model.Model) {
+	t.Helper()
+	f, err := gguf.Open(filepath.Join(sharedDir, "models", name+".gguf"))
 	if err != nil {
 		t.Skipf("shared model not available: %v", err)
 	}
@@ -80,7 +87,7 @@ func TestPlanBytesEqualDriverAllocations(t *testing.T) {
 	vulkanOrSkip(t)
 	for _, name := range []string{"stories260K", "rand-llama-q4_0", "rand-llama-f16"} {
 		t.Run(name, func(t *testing.T) {
-			f, err := gguf.Open(filepath.Join("../../../../shared/models", name+".gguf"))
+			f, err := gguf.Open(filepath.Join(sharedDir, "models", name+".gguf"))
 			if err != nil {
 				t.Skipf("shared model not available: %v", err)
 			}
