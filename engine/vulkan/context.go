@@ -55,7 +55,7 @@ var warnOnce sync.Map
 
 // Open creates the compute context on the chosen device and logs the capability roster.
 func Open(opts Options) (*Context, error) {
-	in, err := newInstance(opts.Validate || config.ValidationLayer.Bool())
+	in, err := sharedInstance(opts.Validate || config.ValidationLayer.Bool())
 	if err != nil {
 		return nil, err
 	}

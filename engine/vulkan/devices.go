@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	vk "github.com/vulkan-go/vulkan"
 
@@ -97,6 +98,33 @@ type instance struct {
 	physical  []vk.PhysicalDevice
 	messenger *messenger
 	validate  bool
+	shared    bool // owned by sharedInstances: destroy leaves it alive
+}
+
+// The process keeps one instance per validation setting alive for its whole life: creating and
+// destroying the last instance of a process over and over makes NVIDIA's driver fail to load
+// again ("libnvidia-tls.so: cannot allocate memory in static TLS block", seen on the H200), and
+// the app asks for devices whenever the UI does.
+var (
+	sharedMu        sync.Mutex
+	sharedInstances = map[bool]*instance{}
+)
+
+// sharedInstance returns the process's instance for this validation setting, creating it once.
+// Failures are not cached, so a driver installed later is found by the next call.
+func sharedInstance(validate bool) (*instance, error) {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if in := sharedInstances[validate]; in != nil {
+		return in, nil
+	}
+	in, err := newInstance(validate)
+	if err != nil {
+		return nil, err
+	}
+	in.shared = true
+	sharedInstances[validate] = in
+	return in, nil
 }
 
 // newInstance creates an instance for API 1.1+ (needed for the *2 queries); with validate it
@@ -174,6 +202,9 @@ func newInstance(validate bool) (*instance, error) {
 }
 
 func (in *instance) destroy() {
+	if in.shared {
+		return
+	}
 	if in.messenger != nil {
 		destroyMessenger(in.handle, in.messenger)
 		in.messenger = nil
@@ -199,11 +230,10 @@ func (in *instance) query(i int) (DeviceInfo, error) {
 // queue. It returns ErrNoLoader or ErrNoDevice (wrapped, naming the remedy) when there is
 // nothing to use.
 func Devices() ([]DeviceInfo, error) {
-	in, err := newInstance(false)
+	in, err := sharedInstance(false)
 	if err != nil {
 		return nil, err
 	}
-	defer in.destroy()
 	out := make([]DeviceInfo, 0, len(in.physical))
 	for i := range in.physical {
 		d, err := in.query(i)
