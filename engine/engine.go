@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/vkllm/vkllm/engine/sample"
@@ -25,6 +26,10 @@ type LoadOptions struct {
 	Context     int     // requested context length; 0 = the model's own, capped by the plan
 	Threads     int     // CPU threads; 0 = all cores (VKLLM_THREADS)
 	DeviceIndex int     // Vulkan device; -1 = choose (VKLLM_DEVICE)
+
+	// StoredPinMB returns the per-machine VRAM pin saved for a GPU (by its device key), 0 when
+	// none. nil consults no stored pins. VKLLM_GPU_VRAM_MB wins over it and says so.
+	StoredPinMB func(ctx context.Context, deviceKey string) int
 }
 
 // ModelInfo describes a loaded model for the UI, the bench and the API.

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"runtime"
 
@@ -118,7 +117,7 @@ func (s *server) plan(ctx context.Context, req PlanRequest) (plan.Plan, error) {
 		return plan.Plan{}, err
 	}
 	dev := planinput.DeviceOf(vd)
-	in, err := planinput.Input(f, dev, planinput.PinOf(req.VRAMMB, storedPin(ctx, dev.Key)), planinput.Ctx(req.Ctx, req.CtxStrict))
+	in, err := planinput.Input(f, dev, planinput.PinOf(req.VRAMMB, store.StoredPinMB(ctx, dev.Key)), planinput.Ctx(req.Ctx, req.CtxStrict))
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("plan input for %q: %w", path, err)
 	}
@@ -126,25 +125,4 @@ func (s *server) plan(ctx context.Context, req PlanRequest) (plan.Plan, error) {
 		in.Model.Name = embedded.Name + " (embedded)"
 	}
 	return plan.Compute(in), nil
-}
-
-// storedPin reads the GPU's pin from the store; a store that cannot be opened costs only the pin.
-func storedPin(ctx context.Context, key string) int {
-	if key == "" {
-		return 0
-	}
-	st, err := store.Open("")
-	if err != nil {
-		slog.Warn("planning without the stored VRAM pin", "err", err)
-		return 0
-	}
-	defer st.Close()
-	mb, ok, err := st.Pin(ctx, key)
-	if err != nil || !ok {
-		if err != nil {
-			slog.Warn("planning without the stored VRAM pin", "err", err)
-		}
-		return 0
-	}
-	return mb
 }

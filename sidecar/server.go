@@ -207,7 +207,7 @@ func (s *server) loadLocked(ctx context.Context, path string) (engine.ModelInfo,
 	s.mu.Lock()
 	s.state = "loading"
 	s.mu.Unlock()
-	m, err := s.load(ctx, engine.LoadOptions{Path: path, Backend: s.backend, Context: s.ctxLen, DeviceIndex: -1})
+	m, err := s.load(ctx, engine.LoadOptions{Path: path, Backend: s.backend, Context: s.ctxLen, DeviceIndex: -1, StoredPinMB: store.StoredPinMB})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 )
 
 // GPU is one Vulkan device vkllm has seen, keyed by vulkan.DeviceInfo.Key() ("vvvv:dddd:<uuid>").
@@ -118,4 +119,28 @@ func (s *Store) ClearPin(ctx context.Context, deviceKey string) error {
 		_, err := tx.ExecContext(ctx, "DELETE FROM vram_pins WHERE machine_id = ? AND gpu_key = ?", s.machineID, deviceKey)
 		return err
 	})
+}
+
+// StoredPinMB reads this machine's pin for one GPU from the default store (VKLLM_DATA_DIR or the
+// user data dir), 0 when none is set. A store that cannot be opened or read costs only the pin,
+// never the caller's plan: it logs why and returns 0. It fits engine.LoadOptions.StoredPinMB.
+func StoredPinMB(ctx context.Context, deviceKey string) int {
+	if deviceKey == "" {
+		return 0
+	}
+	st, err := Open("")
+	if err != nil {
+		slog.Warn("planning without the stored VRAM pin", "err", err)
+		return 0
+	}
+	defer st.Close()
+	mb, ok, err := st.Pin(ctx, deviceKey)
+	if err != nil {
+		slog.Warn("planning without the stored VRAM pin", "err", err)
+		return 0
+	}
+	if !ok {
+		return 0
+	}
+	return mb
 }

@@ -81,7 +81,7 @@ func runBench(ctx context.Context, args []string) error {
 	if ctxLen == 0 {
 		ctxLen = max(f.nPrompt, f.nGen) + 16
 	}
-	e, err := engine.Load(ctx, engine.LoadOptions{Path: f.model, Backend: backend, Context: ctxLen, Threads: f.threads, DeviceIndex: f.device})
+	e, err := engine.Load(ctx, engine.LoadOptions{Path: f.model, Backend: backend, Context: ctxLen, Threads: f.threads, DeviceIndex: f.device, StoredPinMB: store.StoredPinMB})
 	if err != nil {
 		return fmt.Errorf("load model for bench: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/vkllm/vkllm/engine/config"
@@ -147,7 +146,7 @@ func makePlan(ctx context.Context, f *planFlags) (plan.Plan, []string, error) {
 			return plan.Plan{}, nil, err
 		}
 		dev = planinput.DeviceOf(vd)
-		stored := storedPin(ctx, dev.Key)
+		stored := store.StoredPinMB(ctx, dev.Key)
 		pin = planinput.PinOf(f.vramMB, stored)
 	}
 	if f.vramMB > 0 {
@@ -182,29 +181,6 @@ func openPlanModel(path string) (*gguf.File, error) {
 		return nil, fmt.Errorf("open model %s: %w", path, err)
 	}
 	return f, nil
-}
-
-// storedPin reads this GPU's pin from the store; a store that cannot be opened costs only the
-// pin, never the plan (it warns once).
-func storedPin(ctx context.Context, key string) int {
-	if key == "" {
-		return 0
-	}
-	st, err := store.Open("")
-	if err != nil {
-		slog.Warn("planning without the stored VRAM pin", "err", err)
-		return 0
-	}
-	defer st.Close()
-	mb, ok, err := st.Pin(ctx, key)
-	if err != nil {
-		slog.Warn("planning without the stored VRAM pin", "err", err)
-		return 0
-	}
-	if !ok {
-		return 0
-	}
-	return mb
 }
 
 // checkPinFits refuses a pin that is not positive or larger than the device's heap.

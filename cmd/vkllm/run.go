@@ -10,6 +10,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/engine/sample"
+	"github.com/vkllm/vkllm/store"
 )
 
 func init() {
@@ -36,7 +37,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 }
 
 func (m *modelFlags) options() (engine.LoadOptions, error) {
-	opts := engine.LoadOptions{Path: m.path, Context: m.ctx, Threads: m.threads, DeviceIndex: -1, Backend: engine.BackendAuto}
+	opts := engine.LoadOptions{Path: m.path, Context: m.ctx, Threads: m.threads, DeviceIndex: -1, Backend: engine.BackendAuto, StoredPinMB: store.StoredPinMB}
 	switch {
 	case m.gpu && m.cpu:
 		return opts, fmt.Errorf("%w: --gpu and --cpu exclude each other", errUsage)

@@ -39,9 +39,13 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 	if err != nil {
 		return engine.GPURunner{}, fmt.Errorf("%w: %v", engine.ErrGPUDeclined, err)
 	}
-	// The per-machine pin from the store is not consulted here (the engine has no store);
-	// VKLLM_GPU_VRAM_MB applies through planinput.
-	p, err := planinput.ForDevice(f, dev, 0, opts.Context, false)
+	// The per-machine pin comes from the caller (the engine has no store); VKLLM_GPU_VRAM_MB
+	// wins over it inside planinput.
+	stored := 0
+	if opts.StoredPinMB != nil {
+		stored = opts.StoredPinMB(ctx, dev.Key())
+	}
+	p, err := planinput.ForDevice(f, dev, stored, opts.Context, false)
 	if err != nil {
 		return engine.GPURunner{}, fmt.Errorf("plan %s on %s: %w", f.Path, dev.Name, err)
 	}

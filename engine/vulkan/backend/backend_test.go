@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine"
@@ -125,5 +126,36 @@ func TestPlanBytesEqualDriverAllocations(t *testing.T) {
 				t.Errorf("scratch: driver %d bytes over the plan's estimate %d", r.Bytes.Scratch, p.Scratch.Total)
 			}
 		})
+	}
+}
+
+// The per-machine pin saved in the store reaches the plan through LoadOptions.StoredPinMB, and
+// VKLLM_GPU_VRAM_MB still wins over it.
+func TestStoredPinArmsAndTheEnvironmentPinWins(t *testing.T) {
+	vulkanOrSkip(t)
+	f, m := openModel(t)
+	t.Setenv("VKLLM_DEVICE", "")
+	var askedKey string
+	stored := func(_ context.Context, key string) int { askedKey = key; return 1024 }
+
+	t.Setenv("VKLLM_GPU_VRAM_MB", "")
+	gr, err := New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 256, StoredPinMB: stored})
+	if err != nil {
+		t.Fatalf("a stored 1024 MiB pin should arm on lavapipe: %v", err)
+	}
+	gr.Runner.Close()
+	if gr.Placement != "resident" || askedKey == "" {
+		t.Fatalf("placement %q, stored pin asked for key %q", gr.Placement, askedKey)
+	}
+
+	// Negative control: without the stored pin lavapipe's 2 GiB heap leaves no room.
+	if _, err := New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 256}); !errors.Is(err, engine.ErrGPUDeclined) {
+		t.Fatalf("without a pin the plan should decline, got %v", err)
+	}
+
+	t.Setenv("VKLLM_GPU_VRAM_MB", "1")
+	_, err = New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 256, StoredPinMB: stored})
+	if !errors.Is(err, engine.ErrGPUDeclined) || !strings.Contains(err.Error(), "VKLLM_GPU_VRAM_MB") {
+		t.Fatalf("the env pin must win over the stored one and say so, got %v", err)
 	}
 }
