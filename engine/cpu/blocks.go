@@ -20,8 +20,8 @@ func (r *Runner) norm(dst, src []float32, w model.Vector, n int) {
 // qkv projects the normed input xb to queries, keys and values.
 func (r *Runner) qkv(l *model.Layer, n int) {
 	r.matmul(r.q[:n*r.h.QDim()], l.Q, r.xb[:n*r.h.Dim], n)
-	r.matmul(r.k[:n*r.h.KDim()], l.K, r.xb[:n*r.h.Dim], n)
-	r.matmul(r.v[:n*r.h.VDim()], l.V, r.xb[:n*r.h.Dim], n)
+	r.matmulSameInput(r.k[:n*r.h.KDim()], l.K, r.xb[:n*r.h.Dim], n)
+	r.matmulSameInput(r.v[:n*r.h.VDim()], l.V, r.xb[:n*r.h.Dim], n)
 }
 
 // ropeQK rotates the queries and keys of token i by its position pos+i.
@@ -49,14 +49,14 @@ func (r *Runner) attention(li int, l *model.Layer, n, pos int) {
 	group := h.Heads / h.HeadsKV
 	outDim := h.Heads * h.ValueDim
 	perJob := (pos + n) * (h.HeadDim + h.ValueDim) // multiply-adds of one head's attention
-	r.pool.parallel(n*h.Heads, max(1, minWorkPerChunk/perJob), func(lo, hi int) {
-		scores := make([]float32, pos+n)
+	r.pool.parallel(n*h.Heads, max(1, minWorkPerChunk/perJob), func(w, lo, hi int) {
+		scratch := &r.attnScratch[w]
 		for job := lo; job < hi; job++ {
 			i, head := job/h.Heads, job%h.Heads
 			kvh := head / group
 			q := r.q[i*qd+head*h.HeadDim : i*qd+(head+1)*h.HeadDim]
 			out := r.att[i*outDim+head*h.ValueDim : i*outDim+(head+1)*h.ValueDim]
-			r.kv.attendHead(li, pos+i, q, kvh*h.HeadDim, kvh*h.ValueDim, r.scale, scores, out)
+			r.kv.attendHead(li, pos+i, q, kvh*h.HeadDim, kvh*h.ValueDim, r.scale, scratch, out)
 		}
 	})
 	r.matmul(r.xb[:n*h.Dim], l.O, r.att[:n*outDim], n)
@@ -69,8 +69,8 @@ func (r *Runner) ffn(l *model.Layer, n int) {
 	dim, ff := r.h.Dim, r.h.FFN
 	r.norm(r.xb, r.x, l.FFNNorm, n)
 	r.matmul(r.gate[:n*ff], l.Gate, r.xb[:n*dim], n)
-	r.matmul(r.up[:n*ff], l.Up, r.xb[:n*dim], n)
-	swiglu(r.gate[:n*ff], r.up[:n*ff])
+	r.matmulSameInput(r.up[:n*ff], l.Up, r.xb[:n*dim], n)
+	r.pool.parallel(n*ff, 4096, func(_, lo, hi int) { swiglu(r.gate[lo:hi], r.up[lo:hi]) })
 	r.matmul(r.xb[:n*dim], l.Down, r.gate[:n*ff], n)
 	add(r.x[:n*dim], r.xb[:n*dim])
 }

@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"encoding/binary"
+	"math"
+	"unsafe"
 
 	"github.com/vkllm/vkllm/engine/quant"
 )
@@ -63,4 +65,38 @@ func dotQ4_0Go(w, x []byte) float32 {
 		acc = fma32(float32(s), f16At(wb)*f16At(xb), acc)
 	}
 	return acc
+}
+
+// vnniBlockBytes is the size of one Q8_0 activation block in the VNNI layout.
+const vnniBlockBytes = 192
+
+// vnniActivation rewrites the Q8_0 activation row q (34-byte blocks) into the layout of the
+// VNNI prompt kernels, reusing dst: per block the 32 int8 values twice, eight int32
+// corrections -128*(sum of each four values) twice, and the scale as float32 (twice, so that
+// a 512-bit register holds the block for two weight rows), padded to three cache lines and
+// aligned to 64 bytes so that no load straddles two lines. The kernels multiply unsigned
+// weights w+128 with the signed values; adding the correction gives the exact signed sums.
+func vnniActivation(q, dst []byte) []byte {
+	nb := len(q) / 34
+	if cap(dst) < nb*vnniBlockBytes {
+		buf := make([]byte, nb*vnniBlockBytes+63)
+		off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(buf)))) & 63
+		dst = buf[off : off : off+nb*vnniBlockBytes]
+	}
+	dst = dst[:nb*vnniBlockBytes]
+	for b := 0; b < nb; b++ {
+		src, out := q[b*34:b*34+34], dst[b*vnniBlockBytes:(b+1)*vnniBlockBytes]
+		copy(out[:32], src[2:34])
+		copy(out[32:64], src[2:34])
+		for l := 0; l < 8; l++ {
+			var s int32
+			for _, v := range src[2+4*l : 6+4*l] {
+				s += int32(int8(v))
+			}
+			binary.LittleEndian.PutUint32(out[64+4*l:], uint32(-128*s))
+			binary.LittleEndian.PutUint32(out[96+4*l:], uint32(-128*s))
+		}
+		binary.LittleEndian.PutUint32(out[128:], math.Float32bits(f16At(src)))
+	}
+	return dst
 }

@@ -91,3 +91,50 @@ func TestFourRowKernelsEqualFourSingleDots(t *testing.T) {
 		}
 	}
 }
+
+func TestVNNIKernelEqualsFourSingleDots(t *testing.T) {
+	if !vnni {
+		t.Skip("skipping: this CPU has no AVX-512 VNNI")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{32, 256, 768} {
+		w, err := quant.Quantize(quant.Q8_0, randomRow(r, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w[2] = 0x80 // -128, outside what quantizing produces, still multiplied exactly
+		var xs, xv [4][]byte
+		for i := range xs {
+			xs[i] = quant.QuantizeActivation(quant.Q8_0, randomRow(r, n), nil)
+			xv[i] = vnniActivation(xs[i], nil)
+		}
+		w1, err := quant.Quantize(quant.Q8_0, randomRow(r, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [4]float32
+		if !vnniDot4(w, &xv, n, &got) {
+			t.Fatal("vnniDot4 declined on a VNNI CPU")
+		}
+		for i := range xs {
+			want, _ := llamaOrderDot(quant.Q8_0, w, xs[i], n)
+			if math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d token %d: VNNI kernel %v, single %v", n, i, got[i], want)
+			}
+		}
+		// the two-row kernel over two groups: the four tokens, then them in reverse
+		ptrs := []*byte{&xv[0][0], &xv[1][0], &xv[2][0], &xv[3][0], &xv[3][0], &xv[2][0], &xv[1][0], &xv[0][0]}
+		got2 := make([]float32, 16)
+		if !vnniDot2xN(w, w1, ptrs, len(xv[0]), n, got2) {
+			t.Fatal("vnniDot2xN declined on a VNNI CPU")
+		}
+		for k, i := range []int{0, 1, 2, 3, 3, 2, 1, 0} {
+			g, j := k/4, k%4
+			want, _ := llamaOrderDot(quant.Q8_0, w, xs[i], n)
+			want1, _ := llamaOrderDot(quant.Q8_0, w1, xs[i], n)
+			if math.Float32bits(got2[8*g+j]) != math.Float32bits(want) || math.Float32bits(got2[8*g+4+j]) != math.Float32bits(want1) {
+				t.Fatalf("n=%d group %d token %d: two-row VNNI kernel %v %v, single %v %v", n, g, i, got2[8*g+j], got2[8*g+4+j], want, want1)
+			}
+		}
+	}
+}

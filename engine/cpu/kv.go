@@ -78,16 +78,36 @@ func (c *kvCache) truncate(pos int) {
 	}
 }
 
+// attnScratch is one worker's scratch space for attendHead.
+type attnScratch struct {
+	scores []float32 // one score per position
+	ms, vs []float32 // f16 cache: per position, the accumulator's rescale and the value weight
+	acc    []uint16  // f16 cache: the f16 weighted sum of values
+}
+
+// grow makes the scratch hold positions 0..n-1 and a value accumulator of vd.
+func (s *attnScratch) grow(n, vd int) {
+	if cap(s.scores) < n {
+		c := max(n, 2*cap(s.scores))
+		s.scores, s.ms, s.vs = make([]float32, c), make([]float32, c), make([]float32, c)
+	}
+	s.scores, s.ms, s.vs = s.scores[:n], s.ms[:n], s.vs[:n]
+	if cap(s.acc) < vd {
+		s.acc = make([]uint16, vd)
+	}
+	s.acc = s.acc[:vd]
+}
+
 // attendHead computes one head's attention output for a query at position pos over positions
 // 0..pos: out = Σ_t softmax(q·K_t * scale) V_t, reading the KV head's slice at kOff/vOff.
-// scores must hold pos+1 values.
-func (c *kvCache) attendHead(l, pos int, q []float32, kOff, vOff int, scale float32, scores, out []float32) {
+func (c *kvCache) attendHead(l, pos int, q []float32, kOff, vOff int, scale float32, s *attnScratch, out []float32) {
+	s.grow(pos+1, len(out))
 	if c.typ == KVF16 {
-		c.attendHeadF16(l, pos, q, kOff, vOff, scale, out)
+		c.attendHeadF16(l, q, kOff, vOff, scale, s, out)
 		return
 	}
 	hd := len(q)
-	scores = scores[:pos+1]
+	scores := s.scores
 	keys := c.k32[l]
 	for t := range scores {
 		scores[t] = dotF32(q, keys[t*c.kDim+kOff:t*c.kDim+kOff+hd]) * scale
@@ -101,62 +121,123 @@ func (c *kvCache) attendHead(l, pos int, q []float32, kOff, vOff int, scale floa
 	}
 }
 
-// attendHeadF16 is attendHead over the f16 cache with the numerics of llama.cpp's CPU
-// flash-attention kernel, which its default configuration uses: a single pass with an online
-// softmax (running maximum M and sum S) and the weighted sum of values accumulated in f16,
-// rounded after every position. The query must already be rounded to f16. Matching this
-// matters: for quantized weights the f16 rounding changes which way later activations round
-// to 8 bits, and the logits move by ~0.1 when the accumulation differs.
-func (c *kvCache) attendHeadF16(l, pos int, q []float32, kOff, vOff int, scale float32, out []float32) {
+// attendHeadF16 is attendHead over the f16 cache (positions 0..len(s.scores)-1) with the
+// numerics of llama.cpp's CPU flash-attention kernel, which its default configuration uses: a
+// single pass with an online softmax (running maximum M and sum S) and the weighted sum of
+// values accumulated in f16, rounded after every position. The query must already be rounded
+// to f16. Matching this matters: for quantized weights the f16 rounding changes which way
+// later activations round to 8 bits, and the logits move by ~0.1 when the accumulation
+// differs.
+//
+// The pass is split in three without changing a single operation: all scores; then the
+// running maximum, each position's rescale ms and weight vs, and the sum; then the value
+// accumulation. The first two have no dependency from one position to the next, so the
+// processor overlaps them; the third keeps the accumulator in registers where it can.
+func (c *kvCache) attendHeadF16(l int, q []float32, kOff, vOff int, scale float32, s *attnScratch, out []float32) {
 	hd, vd := len(q), len(out)
 	keys, vals := c.k16[l], c.v16[l]
-	acc := out // holds f16-representable values until the final division
-	clear(acc)
+	scores, ms, vs := s.scores, s.ms, s.vs
+	if !dotF16Rows(q, keys[kOff:], c.kDim, scale, scores) {
+		for t := range scores {
+			scores[t] = dotF16(q, keys[t*c.kDim+kOff:t*c.kDim+kOff+hd]) * scale
+		}
+	}
 	var sum float32
 	maxS := float32(math.Inf(-1))
-	for t := 0; t <= pos; t++ {
-		s := dotF16(q, keys[t*c.kDim+kOff:t*c.kDim+kOff+hd]) * scale
-		ms, vs := float32(1), float32(1)
-		if s > maxS {
-			ms = exp32(maxS - s)
-			maxS = s
-			for d, a := range acc {
-				acc[d] = roundToF16(a * ms)
-			}
+	for t, sc := range scores {
+		if sc > maxS {
+			ms[t], vs[t] = exp32(maxS-sc), 1
+			maxS = sc
 		} else {
-			vs = exp32(s - maxS)
+			ms[t], vs[t] = 1, exp32(sc-maxS)
 		}
-		row := vals[t*c.vDim+vOff : t*c.vDim+vOff+vd]
-		for d, v := range row {
-			acc[d] = roundToF16(fma32(quant.F16ToF32(v), vs, acc[d]))
+		sum = fma32(sum, ms[t], vs[t])
+	}
+	d := 0
+	for ; d+64 <= vd; d += 64 {
+		if !madF16Seq(out[d:d+64], vals[vOff+d:], c.vDim, ms, vs) {
+			break
 		}
-		sum = fma32(sum, ms, vs)
+	}
+	if d < vd {
+		acc := s.acc[:vd-d]
+		clear(acc)
+		for t := range scores {
+			if t > 0 && ms[t] != 1 { // acc is zero at t == 0; a scale of 1 changes nothing
+				scaleF16(acc, ms[t])
+			}
+			madF16(acc, vals[t*c.vDim+vOff+d:t*c.vDim+vOff+vd], vs[t])
+		}
+		for i, a := range acc {
+			out[d+i] = quant.F16ToF32(a)
+		}
 	}
 	inv := float32(0)
 	if sum != 0 {
 		inv = 1 / sum
 	}
-	for d := range acc {
-		acc[d] *= inv
+	for i := range out {
+		out[i] *= inv
 	}
 }
 
-func exp32(x float32) float32 { return float32(math.Exp(float64(x))) }
+// madF16Go is the portable form of madF16.
+func madF16Go(acc, v []uint16, s float32) {
+	v = v[:len(acc)]
+	for d, a := range acc {
+		acc[d] = quant.F32ToF16(fma32(quant.F16ToF32(v[d]), s, quant.F16ToF32(a)))
+	}
+}
+
+// scaleF16Go is the portable form of scaleF16.
+func scaleF16Go(acc []uint16, s float32) {
+	for d, a := range acc {
+		acc[d] = quant.F32ToF16(quant.F16ToF32(a) * s)
+	}
+}
+
+// exp32 returns e^x rounded to float32. It is float32(math.Exp(float64(x))) computed about
+// three times faster (the attention loop calls it once per position and head): x = (64k+j)
+// ln2/64 + r with |r| <= ln2/128, e^x = 2^k * 2^(j/64) * e^r, e^r by a degree-5 polynomial. The
+// float64 result is within a few float64 ulps of e^x, so its float32 rounding is that of the
+// exact value except with probability ~1e-8 per call, the same as for math.Exp.
+func exp32(x float32) float32 {
+	switch {
+	case x > 89: // e^89 > MaxFloat32
+		return float32(math.Inf(1))
+	case !(x > -104): // below half the smallest float32 subnormal; also -Inf and NaN
+		if x != x {
+			return x
+		}
+		return 0
+	}
+	xd := float64(x)
+	const round = 0x1.8p52 // adding and subtracting rounds to an integer
+	kd := (xd*(64/math.Ln2) + round) - round
+	r := (xd - kd*ln2Hi64) - kd*ln2Lo64
+	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120)))))
+	k := int64(kd)
+	scale := math.Float64frombits(uint64(k>>6+1023) << 52)
+	return float32(p * exp2Sixtyfourths[k&63] * scale)
+}
+
+// ln2/64 split so that k*ln2Hi64 is exact for the |k| < 2^20 exp32 uses.
+const (
+	ln2Hi64 = 6.93147180369123816490e-01 / 64
+	ln2Lo64 = 1.90821492927058770002e-10 / 64
+)
+
+// exp2Sixtyfourths[j] = 2^(j/64).
+var exp2Sixtyfourths = func() (t [64]float64) {
+	for j := range t {
+		t[j] = math.Exp2(float64(j) / 64)
+	}
+	return t
+}()
 
 // fma32 returns a*b+c rounded once to float32 (as a fused multiply-add in float32 does, up to
 // double rounding in rare ties).
 func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
-
-// roundToF16 rounds x to the nearest float16 value (ties to even) and returns it as float32.
-func roundToF16(x float32) float32 {
-	b := math.Float32bits(x)
-	e := (b >> 23) & 0xff
-	if e >= 113 && e <= 141 { // |x| in [2^-14, 2^15): an f16 normal, keep 10 mantissa bits
-		b += 0xfff + (b>>13)&1
-		return math.Float32frombits(b &^ 0x1fff)
-	}
-	return quant.F16ToF32(quant.F32ToF16(x))
-}
 
 func dotF32(a, b []float32) float32 {
 	var s float32
@@ -166,9 +247,8 @@ func dotF32(a, b []float32) float32 {
 	return s
 }
 
-// dotF16 is the dot product of an f16-rounded query with an f16 key row. Products of two f16
-// values are exact in float32; they are summed in double precision.
-func dotF16(a []float32, b []uint16) float32 {
+// dotF16Go is the portable form of dotF16.
+func dotF16Go(a []float32, b []uint16) float32 {
 	var s float64
 	for i, x := range a {
 		s += float64(x * quant.F16ToF32(b[i]))
@@ -180,11 +260,5 @@ func dotF16(a []float32, b []uint16) float32 {
 func axpy(y []float32, a float32, x []float32) {
 	for i, v := range x {
 		y[i] += a * v
-	}
-}
-
-func axpyF16(y []float32, a float32, x []uint16) {
-	for i, v := range x {
-		y[i] += a * quant.F16ToF32(v)
 	}
 }

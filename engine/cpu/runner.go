@@ -41,6 +41,9 @@ type Runner struct {
 	x, xb, q, k, v, att, gate, up []float32
 	logits                        []float32
 	act                           activation // quantized form of the current matmul input
+	mm                            matmulJob
+	mmRows                        func(w, lo, hi int) // r.matmulRows, bound once
+	attnScratch                   []attnScratch       // per pool thread
 }
 
 // New builds a runner for m. Only the KV cache and activation buffers are allocated; weights
@@ -87,6 +90,8 @@ func New(m *model.Model, opts Options) (*Runner, error) {
 	default:
 		return nil, fmt.Errorf("cpu runner: no forward pass for architecture %q", h.Arch)
 	}
+	r.mmRows = r.matmulRows
+	r.attnScratch = make([]attnScratch, r.pool.threads)
 	b := maxBatch
 	r.x = make([]float32, b*h.Dim)
 	r.xb = make([]float32, b*max(h.Dim, h.Heads*h.ValueDim))
