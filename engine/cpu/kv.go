@@ -66,6 +66,20 @@ func storeRow[E any](buf []E, pos, width, ctx int, src []float32, conv func(floa
 	return buf
 }
 
+// positions is the number of positions cached in every one of layers 0..layers-1 (the
+// context when layers is 0: no cache constrains a pass through no blocks).
+func (c *kvCache) positions(layers int) int {
+	n := c.ctx
+	for l := 0; l < layers; l++ {
+		if c.typ == KVF32 {
+			n = min(n, len(c.k32[l])/c.kDim)
+		} else {
+			n = min(n, len(c.k16[l])/c.kDim)
+		}
+	}
+	return n
+}
+
 // truncate forgets every position at or after pos.
 func (c *kvCache) truncate(pos int) {
 	for l := range c.k16 {

@@ -2,9 +2,9 @@ package cpu
 
 // forwardQwen2 is llama's block with biases added to the Q, K and V projections (and NEOX RoPE,
 // chosen at load).
-func (r *Runner) forwardQwen2(n, pos int) {
+func (r *Runner) forwardQwen2(n, pos, layers int) {
 	h := r.h
-	for li := range r.m.Layers {
+	for li := range layers {
 		l := &r.m.Layers[li]
 		r.norm(r.xb, r.x, l.AttnNorm, n)
 		r.qkv(l, n)

@@ -2,9 +2,9 @@ package cpu
 
 // forwardQwen3 is llama's block with an RMSNorm over every query and key head before RoPE
 // (NEOX, chosen at load).
-func (r *Runner) forwardQwen3(n, pos int) {
+func (r *Runner) forwardQwen3(n, pos, layers int) {
 	h := r.h
-	for li := range r.m.Layers {
+	for li := range layers {
 		l := &r.m.Layers[li]
 		r.norm(r.xb, r.x, l.AttnNorm, n)
 		r.qkv(l, n)

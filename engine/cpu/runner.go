@@ -33,9 +33,8 @@ type Runner struct {
 	kv      *kvCache
 	rope    rope
 	ctx     int
-	filled  int // positions currently in the cache
-	forward func(n, pos int)
-	scale   float32 // attention score scale, 1/sqrt(HeadDim)
+	forward func(n, pos, layers int) // the architecture's blocks 0..layers-1 over the batch in x
+	scale   float32                  // attention score scale, 1/sqrt(HeadDim)
 
 	// activations for up to maxBatch tokens, token-major
 	x, xb, q, k, v, att, gate, up []float32
@@ -122,10 +121,7 @@ func (r *Runner) Threads() int { return r.pool.threads }
 func (r *Runner) Context() int { return r.ctx }
 
 // Reset empties the KV cache.
-func (r *Runner) Reset() {
-	r.kv.truncate(0)
-	r.filled = 0
-}
+func (r *Runner) Reset() { r.kv.truncate(0) }
 
 // Close stops the worker goroutines.
 func (r *Runner) Close() error {
@@ -137,45 +133,109 @@ func (r *Runner) Close() error {
 // every token when wantAllLogits. pos may rewind into the cache (later positions are dropped)
 // but not skip ahead of it.
 func (r *Runner) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, error) {
-	if len(tokens) == 0 {
-		return nil, fmt.Errorf("cpu eval: no tokens")
+	if err := r.check("cpu eval", tokens, pos, r.h.Layers); err != nil {
+		return nil, err
 	}
-	if pos < 0 || pos > r.filled {
-		return nil, fmt.Errorf("cpu eval: position %d is outside the %d cached positions", pos, r.filled)
-	}
-	if pos+len(tokens) > r.ctx {
-		return nil, fmt.Errorf("cpu eval: %d tokens at position %d exceed the context of %d", len(tokens), pos, r.ctx)
-	}
-	for i, id := range tokens {
-		if id < 0 || id >= r.h.VocabSize {
-			return nil, fmt.Errorf("cpu eval: token %d (index %d) is outside the vocabulary of %d", id, i, r.h.VocabSize)
-		}
-	}
-	r.kv.truncate(pos)
-	r.filled = pos
-	vocab := r.h.VocabSize
+	dim, vocab := r.h.Dim, r.h.VocabSize
 	var out []float32
 	if wantAllLogits {
 		out = make([]float32, len(tokens)*vocab)
 	}
-	for start := 0; start < len(tokens); start += maxBatch {
-		batch := tokens[start:min(start+maxBatch, len(tokens))]
-		n := len(batch)
-		if err := r.embed(batch); err != nil {
-			return nil, err
-		}
-		r.forward(n, pos+start)
-		r.filled = pos + start + n
+	err := r.run(tokens, pos, r.h.Layers, func(start, n int) {
 		switch {
 		case wantAllLogits:
-			r.head(0, n)
+			r.head(r.x[:n*dim], n)
 			copy(out[start*vocab:], r.logits[:n*vocab])
 		case start+n == len(tokens):
-			r.head(n-1, n)
+			r.head(r.x[(n-1)*dim:n*dim], 1)
 			out = append([]float32(nil), r.logits[:vocab]...)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// EvalLayers runs tokens at positions pos, pos+1, ... through the token embedding and the
+// first layers blocks only, and returns the residual stream after them: len(tokens) rows of
+// Dim, token-major, before the final norm (layers 0 returns the embeddings). It is the CPU
+// half of a partial offload: another backend runs the remaining blocks on these states, and
+// Head turns the last block's output into logits.
+//
+// The keys and values of blocks 0..layers-1 are cached exactly as Eval caches them, and the
+// numerics are Eval's own. pos may rewind into those blocks' cache (later positions are
+// dropped from every block) but not skip ahead of it; deeper blocks hold at most pos
+// positions afterwards, so an Eval that follows must start no later than that.
+func (r *Runner) EvalLayers(tokens []int, pos, layers int) ([]float32, error) {
+	if layers < 0 || layers > r.h.Layers {
+		return nil, fmt.Errorf("cpu eval layers: %d layers requested of the model's %d", layers, r.h.Layers)
+	}
+	if err := r.check("cpu eval layers", tokens, pos, layers); err != nil {
+		return nil, err
+	}
+	dim := r.h.Dim
+	out := make([]float32, len(tokens)*dim)
+	err := r.run(tokens, pos, layers, func(start, n int) { copy(out[start*dim:], r.x[:n*dim]) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Head applies the final norm and the output projection to rows of hidden states (Dim
+// values each, token-major: the residual stream after the last block, as EvalLayers with
+// every layer returns it) and returns every row's logits, token-major. It reads and writes
+// no cache.
+func (r *Runner) Head(hidden []float32) ([]float32, error) {
+	dim, vocab := r.h.Dim, r.h.VocabSize
+	if len(hidden) == 0 || len(hidden)%dim != 0 {
+		return nil, fmt.Errorf("cpu head: %d hidden values are not whole rows of %d", len(hidden), dim)
+	}
+	rows := len(hidden) / dim
+	out := make([]float32, rows*vocab)
+	for start := 0; start < rows; start += maxBatch {
+		n := min(maxBatch, rows-start)
+		r.head(hidden[start*dim:(start+n)*dim], n)
+		copy(out[start*vocab:], r.logits[:n*vocab])
+	}
+	return out, nil
+}
+
+// check validates an evaluation of tokens at pos through blocks 0..layers-1; op names it in
+// the error.
+func (r *Runner) check(op string, tokens []int, pos, layers int) error {
+	if len(tokens) == 0 {
+		return fmt.Errorf("%s: no tokens", op)
+	}
+	if cached := r.kv.positions(layers); pos < 0 || pos > cached {
+		return fmt.Errorf("%s: position %d is outside the %d cached positions", op, pos, cached)
+	}
+	if pos+len(tokens) > r.ctx {
+		return fmt.Errorf("%s: %d tokens at position %d exceed the context of %d", op, len(tokens), pos, r.ctx)
+	}
+	for i, id := range tokens {
+		if id < 0 || id >= r.h.VocabSize {
+			return fmt.Errorf("%s: token %d (index %d) is outside the vocabulary of %d", op, id, i, r.h.VocabSize)
+		}
+	}
+	return nil
+}
+
+// run drops the cached positions from pos on, then embeds tokens and runs them through
+// blocks 0..layers-1, maxBatch at a time; after each batch, done reads the residual stream
+// of its n tokens (from index start of tokens) in x.
+func (r *Runner) run(tokens []int, pos, layers int, done func(start, n int)) error {
+	r.kv.truncate(pos)
+	for start := 0; start < len(tokens); start += maxBatch {
+		batch := tokens[start:min(start+maxBatch, len(tokens))]
+		if err := r.embed(batch); err != nil {
+			return err
+		}
+		r.forward(len(batch), pos+start, layers)
+		done(start, len(batch))
+	}
+	return nil
 }
 
 // embed copies the embedding rows of the batch into x, dequantizing one row per token.
@@ -189,16 +249,16 @@ func (r *Runner) embed(tokens []int) error {
 	return nil
 }
 
-// head applies the final norm and the output projection to tokens lo..hi-1 of the batch,
+// head applies the final norm and the output projection to the n rows of hidden states x,
 // leaving their logits in r.logits.
-func (r *Runner) head(lo, hi int) {
-	dim, n := r.h.Dim, hi-lo
+func (r *Runner) head(x []float32, n int) {
+	dim := r.h.Dim
 	if len(r.logits) < n*r.h.VocabSize {
 		r.logits = make([]float32, n*r.h.VocabSize)
 	}
 	xs := r.xb[:n*dim]
 	for i := 0; i < n; i++ {
-		rmsNorm(xs[i*dim:(i+1)*dim], r.x[(lo+i)*dim:(lo+i+1)*dim], r.m.OutputNorm.Values, r.h.NormEps)
+		rmsNorm(xs[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], r.m.OutputNorm.Values, r.h.NormEps)
 	}
 	r.matmul(r.logits[:n*r.h.VocabSize], r.m.Output, xs, n)
 }

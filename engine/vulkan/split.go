@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/vkllm/vkllm/engine/cpu"
 	"github.com/vkllm/vkllm/engine/model"
 )
 
@@ -20,7 +21,7 @@ type SplitOptions struct {
 	OwnContext bool
 	// Window is the most rows one device prefill pass takes; 0: the package Window (512).
 	Window int
-	// Threads is the CPU side's worker count; 0: GOMAXPROCS.
+	// Threads is the CPU side's worker count; 0: one per CPU.
 	Threads int
 	// AfterWarmup is called once, after the first decode pass, with the device re-read.
 	AfterWarmup func(after DeviceInfo)
@@ -29,10 +30,12 @@ type SplitOptions struct {
 // Split is the partial-offload forward pass: the token embedding and layers 0..FirstGPULayer-1
 // run on the CPU, the remaining layers (with their KV cache, and the output head when it
 // fits) resident on the device; every evaluation hands the hidden states across once, and
-// back once more when the head stays on the CPU. It implements model.Runner and is not safe
-// for concurrent use.
+// back once more when the head stays on the CPU. The CPU side is the reference runner of
+// engine/cpu (its EvalLayers and Head), so the first layers' numerics are the CPU path's own.
+// It implements model.Runner and is not safe for concurrent use.
 type Split struct {
-	host   *hostPart
+	host   *cpu.Runner // the embedding, layers 0..first-1 and their KV cache, the head when the device lacks it
+	first  int         // FirstGPULayer
 	dev    *Resident
 	h      model.Hyperparameters
 	ctxLen int
@@ -52,14 +55,19 @@ func NewSplit(c *Context, m *model.Model, opts SplitOptions) (*Split, error) {
 	if ctxLen <= 0 {
 		ctxLen = h.ContextLength
 	}
+	host, err := cpu.New(m, cpu.Options{Threads: opts.Threads, Context: ctxLen})
+	if err != nil {
+		return nil, fmt.Errorf("split: %w", err)
+	}
 	dev, err := NewResident(c, m, ResidentOptions{
 		Context: ctxLen, OwnContext: opts.OwnContext, Window: opts.Window,
 		Part: &Part{FirstLayer: opts.FirstGPULayer, Head: opts.HeadOnGPU},
 	})
 	if err != nil {
+		host.Close()
 		return nil, fmt.Errorf("split: %w", err)
 	}
-	s := &Split{host: newHostPart(m, opts.FirstGPULayer, ctxLen, opts.Threads), dev: dev, h: h, ctxLen: ctxLen, warmup: opts.AfterWarmup}
+	s := &Split{host: host, first: opts.FirstGPULayer, dev: dev, h: h, ctxLen: ctxLen, warmup: opts.AfterWarmup}
 	slog.Info("vulkan split driver ready", "gpu_layers", h.Layers-opts.FirstGPULayer, "layers", h.Layers,
 		"first_gpu_layer", opts.FirstGPULayer, "head_on_gpu", opts.HeadOnGPU, "ctx", ctxLen)
 	return s, nil
@@ -87,9 +95,9 @@ func (s *Split) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, erro
 	for start := 0; start < len(tokens); {
 		n := min(s.dev.rows, len(tokens)-start)
 		last := start+n == len(tokens)
-		x, err := s.host.forward(tokens[start:start+n], pos+start)
+		x, err := s.host.EvalLayers(tokens[start:start+n], pos+start, s.first)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("split eval: %w", err)
 		}
 		y, err := s.dev.EvalHidden(x, n, pos+start, wantAllLogits)
 		if err != nil {
@@ -98,11 +106,14 @@ func (s *Split) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, erro
 		if !s.dev.hasHead {
 			switch {
 			case wantAllLogits:
-				y = s.host.head(y, n)
+				y, err = s.host.Head(y)
 			case last:
-				y = s.host.head(y[(n-1)*s.h.Dim:], 1)
+				y, err = s.host.Head(y[(n-1)*s.h.Dim:])
 			default:
 				y = nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("split eval: %w", err)
 			}
 		}
 		if wantAllLogits {
@@ -122,8 +133,12 @@ func (s *Split) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, erro
 // Bytes is what the device side allocated.
 func (s *Split) Bytes() ResidentBytes { return s.dev.Bytes }
 
-// Reset forgets the cached positions (later evaluations overwrite them).
-func (s *Split) Reset() {}
+// Reset forgets the cached positions.
+func (s *Split) Reset() {
+	if !s.closed {
+		s.host.Reset()
+	}
+}
 
 // Name identifies the runner.
 func (s *Split) Name() string { return "vulkan-split:" + s.dev.c.Info.Name }
@@ -131,13 +146,13 @@ func (s *Split) Name() string { return "vulkan-split:" + s.dev.c.Info.Name }
 // Context returns the positions the KV caches hold.
 func (s *Split) Context() int { return s.ctxLen }
 
-// Close frees the device side (and its Context when owned).
+// Close stops the CPU side's workers and frees the device side (and its Context when owned).
 func (s *Split) Close() error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	s.host = nil
+	s.host.Close()
 	return s.dev.Close()
 }
 

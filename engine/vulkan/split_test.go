@@ -2,6 +2,7 @@ package vulkan
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/cpu"
@@ -235,5 +236,43 @@ func TestSplitPrefillAcrossBatchesAndWindowsEqualsResident(t *testing.T) {
 				t.Fatalf("position %d logit %d: one at a time %v, prefill %v", i, j, v, got[i*vocab+j])
 			}
 		}
+	}
+}
+
+// The split keeps the CPU runner's cache rules: a rewind recomputes the same logits, a
+// position past the cached ones is an error naming them, and Reset empties the cache.
+func TestSplitRewindsAndRejectsSkippingAhead(t *testing.T) {
+	c := ctxOrSkip(t)
+	m := loadShared(t, "stories260K")
+	s, err := NewSplit(c, m, SplitOptions{Context: 16, FirstGPULayer: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Eval([]int{1, 403, 407}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Eval([]int{261}, 3, false) // one token, as the rewind below
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Eval([]int{300, 301}, 4, false); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Eval([]int{261}, 3, false) // rewind over the fourth token
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range first {
+		if first[i] != again[i] {
+			t.Fatalf("logit %d after rewind %v, first time %v", i, again[i], first[i])
+		}
+	}
+	if _, err := s.Eval([]int{300}, 6, false); err == nil || !strings.Contains(err.Error(), "outside the 4 cached positions") {
+		t.Fatalf("position 6 with 4 cached: error %v, want the 4 cached positions named", err)
+	}
+	s.Reset()
+	if _, err := s.Eval([]int{300}, 1, false); err == nil || !strings.Contains(err.Error(), "outside the 0 cached positions") {
+		t.Fatalf("position 1 after Reset: error %v, want the 0 cached positions named", err)
 	}
 }
