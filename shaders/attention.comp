@@ -5,7 +5,8 @@
 // into shared memory and folded into an online softmax (running max and sum), so any
 // context length runs in fixed shared memory. headDim <= 256 and even. Queries are rounded to
 // f16 and the value sum is kept in f16, as llama.cpp's CPU path does, so greedy output agrees
-// with it for quantized models.
+// with it for quantized models; scores, exponentials and fused multiply-adds are rounded as
+// there too (exact.glsl).
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Qb { float q[]; };
 layout(std430, binding = 1) readonly buffer Kb { uint kc[]; };
@@ -17,16 +18,11 @@ layout(push_constant) uniform P {
 } p;
 shared float qs[256];
 
-// roundF16 rounds v to the nearest f16 value (ties to even): llama.cpp multiplies the f16 cache
-// with f16-rounded queries, and so do we.
-float roundF16(float v) {
-    if (v == 0.0) return v;
-    int e;
-    frexp(v, e);
-    float ulp = ldexp(1.0, max(e - 11, -24));
-    return roundEven(v / ulp) * ulp;
-}
+#include "exact.glsl" // roundHalf: llama.cpp multiplies the f16 cache with f16-rounded queries
+
 shared float sc[64];
+shared float msS[64];
+shared float vsS[64];
 void main() {
     uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
     if (h >= p.nHead || t >= p.M) return;
@@ -35,7 +31,7 @@ void main() {
     uint kvRow = p.nKV * p.headDim;      // halves per cache row
     uint kvOff = kvh * p.headDim;
     uint hd2 = p.headDim / 2u;
-    for (uint d = tid; d < p.headDim; d += 64u) qs[d] = roundF16(q[t * p.qStride + h * p.headDim + d]);
+    for (uint d = tid; d < p.headDim; d += 64u) qs[d] = roundHalf(q[t * p.qStride + h * p.headDim + d]);
     barrier();
     uint last = pos[0] + t;              // inclusive
     // Online softmax with the numerics of llama.cpp's CPU flash attention: positions are
@@ -50,43 +46,64 @@ void main() {
         float s = -1.0 / 0.0;
         if (j <= last) {
             uint kb = (j * kvRow + kvOff) / 2u;
-            float dot = 0.0;
+            // products of two f16 values are exact floats; their sum is kept exact in a
+            // float pair (llama.cpp sums them in double) and rounded once
+            float dh = 0.0, dl = 0.0;
             for (uint d = 0u; d < hd2; d++) {
                 vec2 k = unpackHalf2x16(kc[kb + d]);
-                dot += qs[2u * d] * k.x + qs[2u * d + 1u] * k.y;
+                precise float p0 = qs[2u * d] * k.x;
+                precise float p1 = qs[2u * d + 1u] * k.y;
+                float h, l;
+                twoSum(dh, p0, h, l);
+                dl += l;
+                twoSum(h, p1, dh, l);
+                dl += l;
             }
-            s = dot * p.scale;
+            precise float dot = dh + dl;
+            precise float sd = dot * p.scale;
+            s = sd;
         }
         sc[tid] = s;
         barrier();
         uint n = min(64u, last + 1u - j0);
+        // Each thread takes one position's exponential (the running maximum before it is the
+        // maximum of M and the chunk's earlier scores): a rescale ms when the score raises
+        // the maximum, else the value weight vs.
+        if (tid < n) {
+            float prev = M;
+            for (uint i = 0u; i < tid; i++) prev = max(prev, sc[i]);
+            bool raises = s > prev;
+            msS[tid] = raises ? expExact(prev - s) : 1.0;
+            vsS[tid] = raises ? 1.0 : expExact(s - prev);
+        }
+        barrier();
         for (uint i = 0u; i < n; i++) {
             float si = sc[i];
-            float ms = 1.0, vs = 1.0;
+            float ms = msS[i], vs = vsS[i];
             if (si > M) {
-                ms = exp(M - si);
                 if (j0 + i > 0u) {
-                    for (uint a = 0u; a < 4u; a++) acc[a] = roundF16(acc[a] * ms);
+                    for (uint a = 0u; a < 4u; a++) acc[a] = roundHalf(acc[a] * ms);
                 }
                 M = si;
-            } else {
-                vs = exp(si - M);
             }
             uint vb = (j0 + i) * kvRow + kvOff;
             for (uint a = 0u; a < 4u; a++) {
                 uint d = tid + 64u * a;
                 if (d < p.headDim) {
                     vec2 vv = unpackHalf2x16(vc[(vb + d) / 2u]);
-                    acc[a] = roundF16(fma(((vb + d) & 1u) == 0u ? vv.x : vv.y, vs, acc[a]));
+                    acc[a] = roundHalf(fmaExact(((vb + d) & 1u) == 0u ? vv.x : vv.y, vs, acc[a]));
                 }
             }
-            S = fma(S, ms, vs);
+            S = fmaExact(S, ms, vs);
         }
         barrier();
     }
-    float inv = S != 0.0 ? 1.0 / S : 0.0;
+    precise float inv = S != 0.0 ? 1.0 / S : 0.0;
     for (uint a = 0u; a < 4u; a++) {
         uint d = tid + 64u * a;
-        if (d < p.headDim) o[t * p.oStride + h * p.headDim + d] = acc[a] * inv;
+        if (d < p.headDim) {
+            precise float r = acc[a] * inv;
+            o[t * p.oStride + h * p.headDim + d] = r;
+        }
     }
 }

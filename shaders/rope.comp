@@ -1,15 +1,15 @@
 #version 450
-// rope: rotates pairs of each head of X[t] (in place) by angle (pos0+t) * freqScale *
-// base^(-2i/ropeDim) / factors[i] (factors only when hasFactors; llama 3.1 rope_freqs).
-// neox=0 pairs (2i, 2i+1); neox=1 pairs (i, i+ropeDim/2). pos0 = pos[0].
+// rope: rotates pairs of each head of X[t] (in place) by the angles of token t's position:
+// cs holds, per token and pair i < ropeDim/2, cos and sin, computed on the host with
+// llama.cpp's float32 angle recurrence (a last-bit difference in an angle can flip how a later
+// activation rounds to 8 bits). neox=0 pairs (2i, 2i+1); neox=1 pairs (i, i+ropeDim/2).
+// Each product is rounded before the sum, as llama.cpp's CPU path does (no fused multiply-add).
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) buffer Xb { float x[]; };
-layout(std430, binding = 1) readonly buffer Pb { uint pos[]; };
-layout(std430, binding = 2) readonly buffer Fb { float factors[]; };
+layout(std430, binding = 1) readonly buffer Cb { float cs[]; };
 layout(push_constant) uniform P {
-    uint headDim; uint nHeads; uint M; uint ropeDim; float freqBase; float freqScale; uint neox; uint stride; uint hasFactors;
+    uint headDim; uint nHeads; uint M; uint ropeDim; uint neox; uint stride;
 } p;
-const float TWO_PI = 6.283185307179586;
 void main() {
     uint half_ = p.ropeDim / 2u;
     uint idx = gl_GlobalInvocationID.x;
@@ -18,14 +18,17 @@ void main() {
     uint i = idx % half_;
     uint h = (idx / half_) % p.nHeads;
     uint t = idx / (half_ * p.nHeads);
-    float theta = float(pos[0] + t) * p.freqScale * pow(p.freqBase, -2.0 * float(i) / float(p.ropeDim));
-    if (p.hasFactors != 0u) theta /= factors[i];
-    theta = mod(theta, TWO_PI);
-    float c = cos(theta), s = sin(theta);
+    float c = cs[2u * (t * half_ + i)], s = cs[2u * (t * half_ + i) + 1u];
     uint base = t * p.stride + h * p.headDim;
     uint a = p.neox != 0u ? base + i : base + 2u * i;
     uint b = p.neox != 0u ? base + i + half_ : base + 2u * i + 1u;
     float x0 = x[a], x1 = x[b];
-    x[a] = x0 * c - x1 * s;
-    x[b] = x0 * s + x1 * c;
+    precise float x0c = x0 * c;
+    precise float x1s = x1 * s;
+    precise float x0s = x0 * s;
+    precise float x1c = x1 * c;
+    precise float ya = x0c - x1s;
+    precise float yb = x0s + x1c;
+    x[a] = ya;
+    x[b] = yb;
 }

@@ -2,6 +2,7 @@ package vulkan
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/vkllm/vkllm/engine/quant"
 )
@@ -63,11 +64,17 @@ func (s *Seq) kernel(name string, bindings, push int) *Kernel {
 	return k
 }
 
-// matmulLanes is the threads per matrix row: GPUs spread a row over a subgroup's worth of
-// threads for memory coalescing; CPU implementations (lavapipe) pay per workgroup and per
-// barrier, so they take workgroups of eight rows.
-func (c *Context) matmulLanes() int {
+// matmulLanes is the threads per matrix row for a product over m tokens: GPUs spread a row
+// over a subgroup's worth of threads for memory coalescing; CPU implementations (lavapipe) pay
+// per workgroup and per barrier, so they take workgroups of eight rows for prefill and, for the
+// decode matvec, one thread per row (64 rows per workgroup; measured 2x faster per token than
+// eight rows on lavapipe; the Q4_0/Q8_0 kernels then fold their blocks without shared memory).
+// The 8-token GEMM needs at least 8 lanes (its Q4_0/Q8_0 fold has one thread per row and token).
+func (c *Context) matmulLanes(m int) int {
 	if c.Info.Type == "cpu" {
+		if m == 1 {
+			return 1
+		}
 		return 8
 	}
 	return 16
@@ -85,7 +92,9 @@ func grid1D(n int) (uint32, uint32) {
 }
 
 // MatMul records Y[t][r] (+)= Σ_k W[r][k]·X[t][k] for r < n rows of k elements of weight
-// type t and m tokens. m = 1 is the decode matvec.
+// type t and m tokens. m = 1 is the decode matvec. For Q4_0 and Q8_0 weights X must hold
+// activations rounded to Q8_0 blocks (QuantizeActivations), which the kernels multiply in
+// llama.cpp's integer block order, bit for bit; an unrounded X is rounded to Q8_0 on the fly.
 func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride int, accumulate bool) {
 	suf, ok := weightSuffix(t)
 	if !ok {
@@ -108,7 +117,7 @@ func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride in
 	if kern == nil {
 		return
 	}
-	lanes := s.c.matmulLanes()
+	lanes := s.c.matmulLanes(m)
 	gx, gy := grid1D((n + 64/lanes - 1) / (64 / lanes))
 	acc := uint32(0)
 	if accumulate {
@@ -146,28 +155,49 @@ func (s *Seq) RMSNorm(x, g, y Binding, n, m, stride int, eps float32) {
 	s.Dispatch(kern, Push(uint32(n), uint32(m), uint32(stride), eps), uint32(m), 1, 1, x, g, y)
 }
 
-// Rope records the rotary embedding in place on m tokens of nHeads heads (positions
-// pos[0]+t); neox selects the NEOX pairing (i, i+ropeDim/2) over (2i, 2i+1). factors, when
-// its Buf is non-nil, holds ropeDim/2 frequency divisors (llama 3.1 rope_freqs).
-func (s *Seq) Rope(x, pos, factors Binding, headDim, nHeads, m, ropeDim int, base, scale float32, neox bool, stride int) {
+// Rope records the rotary embedding in place on m tokens of nHeads heads: cs holds, for token
+// t and pair i < ropeDim/2, cos and sin at cs[2(t·ropeDim/2+i)] (RopeAngles computes them);
+// neox selects the NEOX pairing (i, i+ropeDim/2) over (2i, 2i+1).
+func (s *Seq) Rope(x, cs Binding, headDim, nHeads, m, ropeDim int, neox bool, stride int) {
 	if ropeDim%2 != 0 || ropeDim > headDim {
 		s.fail(fmt.Errorf("rope: rotary dimensions %d must be even and at most the head size %d", ropeDim, headDim))
 		return
 	}
-	kern := s.kernel("rope", 3, 36)
+	kern := s.kernel("rope", 2, 24)
 	if kern == nil {
 		return
 	}
-	nx, hasF := uint32(0), uint32(1)
+	nx := uint32(0)
 	if neox {
 		nx = 1
 	}
-	if factors.Buf == nil {
-		factors, hasF = pos, 0 // any valid binding; the shader does not read it
-	}
 	total := m * nHeads * ropeDim / 2
-	s.Dispatch(kern, Push(uint32(headDim), uint32(nHeads), uint32(m), uint32(ropeDim), base, scale, nx, uint32(stride), hasF),
-		uint32((total+63)/64), 1, 1, x, pos, factors)
+	s.Dispatch(kern, Push(uint32(headDim), uint32(nHeads), uint32(m), uint32(ropeDim), nx, uint32(stride)),
+		uint32((total+63)/64), 1, 1, x, cs)
+}
+
+// RopeAngles fills dst with the cos and sin of every rotary pair for positions pos..pos+n-1,
+// the table Rope reads (n·ropeDim floats). The angles follow llama.cpp's float32 recurrence
+// (theta_0 = position, theta_{i+1} = theta_i·base^(-2/ropeDim), times scale, divided by the
+// pair's frequency factor when factors has one), with cos and sin rounded from double, so the
+// rotated queries and keys are those of the CPU reference to the last bit.
+func RopeAngles(dst []float32, pos, n, ropeDim int, base, scale float32, factors []float32) {
+	half := ropeDim / 2
+	thetaScale := float32(math.Pow(float64(base), float64(float32(-2)/float32(ropeDim))))
+	for t := 0; t < n; t++ {
+		theta := float32(pos + t)
+		row := dst[2*t*half : 2*(t+1)*half]
+		for i := 0; i < half; i++ {
+			ff := float32(1)
+			if i < len(factors) && factors[i] != 0 {
+				ff = factors[i]
+			}
+			a := float64(scale * (theta / ff))
+			row[2*i] = float32(math.Cos(a))
+			row[2*i+1] = float32(math.Sin(a))
+			theta *= thetaScale
+		}
+	}
 }
 
 // KVStore records the f16 conversion of m rows of rowElems f32 into the cache at rows

@@ -110,6 +110,9 @@ func TestMatMulMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 					t.Fatal(err)
 				}
 				x := randVec(rng, k*m, 1)
+				if typ == quant.Q4_0 || typ == quant.Q8_0 {
+					x = roundedQ8_0(t, x, k) // their kernels take Q8_0-rounded activations
+				}
 				wb, xb := uploadBytes(t, c, wq), upload(t, c, x)
 				// Y starts at 1 to check that accumulate adds and plain overwrites.
 				ones := make([]float32, n*m)
@@ -143,6 +146,109 @@ func TestMatMulMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 				t.Logf("max |err|/Σ|w·x| = %.2g", worst)
 			})
 		}
+	}
+}
+
+// roundedQ8_0 returns x (rows of k) rounded to Q8_0 blocks as quant.QuantizeActivation
+// rounds the input of a Q4_0 product (what the driver's quantact pass hands the kernel).
+func roundedQ8_0(t *testing.T, x []float32, k int) []float32 {
+	t.Helper()
+	out := make([]float32, len(x))
+	for r := 0; r+k <= len(x); r += k {
+		enc := quant.QuantizeActivation(quant.Q4_0, x[r:r+k], nil)
+		if err := quant.Dequantize(quant.Q8_0, enc, out[r:r+k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// llamaOrderQ4_0 is one Q4_0 row times one Q8_0-encoded activation row in llama.cpp's CPU
+// order: per block the integer sum s, then acc = fma(s, d_w·d_x, acc) block after block.
+func llamaOrderQ4_0(w, x []byte) float32 {
+	f16 := func(b []byte) float32 { return quant.F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
+	var acc float32
+	for b, c := 0, 0; b+18 <= len(w); b, c = b+18, c+34 {
+		var s int32
+		for j := 0; j < 16; j++ {
+			s += (int32(w[b+2+j]&15) - 8) * int32(int8(x[c+2+j]))
+			s += (int32(w[b+2+j]>>4) - 8) * int32(int8(x[c+18+j]))
+		}
+		acc = float32(math.FMA(float64(s), float64(f16(w[b:])*f16(x[c:])), float64(acc)))
+	}
+	return acc
+}
+
+// llamaOrderQ8_0 is one Q8_0 row times one Q8_0 activation row in llama.cpp's CPU order:
+// eight float lanes, lane l = fma(d_w·d_x, s_l, lane l) per block with s_l the integer sum of
+// products 4l..4l+3, then (l0+l4 + l2+l6) + (l1+l5 + l3+l7).
+func llamaOrderQ8_0(w, x []byte) float32 {
+	f16 := func(b []byte) float32 { return quant.F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
+	var lanes [8]float32
+	for b := 0; b+34 <= len(w); b += 34 {
+		d := f16(w[b:]) * f16(x[b:])
+		for l := range lanes {
+			var s int32
+			for i := 2 + 4*l; i < 6+4*l; i++ {
+				s += int32(int8(w[b+i])) * int32(int8(x[b+i]))
+			}
+			lanes[l] = float32(math.FMA(float64(d), float64(s), float64(lanes[l])))
+		}
+	}
+	return ((lanes[4] + lanes[0]) + (lanes[6] + lanes[2])) + ((lanes[5] + lanes[1]) + (lanes[7] + lanes[3]))
+}
+
+// The Q4_0 and Q8_0 matvec and GEMM are bit-identical to llama.cpp's CPU summation, with and
+// without accumulation into Y: for quantized models a last-bit difference decides how the next
+// layer's activations round to 8 bits, and greedy output drifts from the reference.
+func TestQ8_0BlockMatMulIsBitIdenticalToLlamaOrder(t *testing.T) {
+	c := ctxOrSkip(t)
+	prev := c.gemm
+	c.gemm = gemmShared
+	t.Cleanup(func() { c.gemm = prev })
+	for _, tc := range []struct {
+		typ     quant.Type
+		k, n, m int
+	}{
+		{quant.Q4_0, 704, 45, 1}, {quant.Q4_0, 256, 130, 1}, {quant.Q4_0, 704, 37, 11}, {quant.Q4_0, 4096, 9, 3},
+		{quant.Q8_0, 704, 45, 1}, {quant.Q8_0, 256, 130, 1}, {quant.Q8_0, 704, 37, 11}, {quant.Q8_0, 4096, 9, 3},
+	} {
+		t.Run(fmt.Sprintf("%v/k%d/rows%d/tokens%d", tc.typ, tc.k, tc.n, tc.m), func(t *testing.T) {
+			k, n, m := tc.k, tc.n, tc.m
+			rng := rand.New(rand.NewSource(int64(k*n + m)))
+			wq, err := quant.Quantize(tc.typ, randVec(rng, k*n, 0.5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := randVec(rng, k*m, 1.5)
+			x[3] = 0 // a zero inside a block
+			for i := 32; i < 64; i++ {
+				x[i] = 0 // an all-zero block (scale 0)
+			}
+			xr := roundedQ8_0(t, x, k)
+			base := randVec(rng, n*m, 3)
+			wb, xb := uploadBytes(t, c, wq), upload(t, c, xr)
+			yb, ya := zeros(t, c, n*m), upload(t, c, base)
+			run(t, c, func(s *Seq) {
+				s.MatMul(tc.typ, wb.All(), xb.All(), yb.All(), k, n, m, k, n, false)
+				s.MatMul(tc.typ, wb.All(), xb.All(), ya.All(), k, n, m, k, n, true)
+			})
+			got, gotAcc := readF32(t, yb, n*m), readF32(t, ya, n*m)
+			rowBytes, dot := k/32*18, llamaOrderQ4_0
+			if tc.typ == quant.Q8_0 {
+				rowBytes, dot = k/32*34, llamaOrderQ8_0
+			}
+			for tok := 0; tok < m; tok++ {
+				enc := quant.QuantizeActivation(tc.typ, x[tok*k:(tok+1)*k], nil)
+				for r := 0; r < n; r++ {
+					want := dot(wq[r*rowBytes:(r+1)*rowBytes], enc)
+					i := tok*n + r
+					if got[i] != want || gotAcc[i] != base[i]+want {
+						t.Fatalf("token %d row %d: got %v (accumulated %v), want exactly %v (%v)", tok, r, got[i], gotAcc[i], want, base[i]+want)
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -245,6 +351,62 @@ func TestRMSNormMatchesReference(t *testing.T) {
 	}
 }
 
+// RMSNorm and SwiGLU round exactly as llama.cpp's CPU path does (its formulas written out in
+// Go below): their outputs are the next quantized product's inputs, where one last-bit
+// difference can flip an 8-bit rounding. Exact on lavapipe, whose division and square root
+// are correctly rounded; other devices may divide approximately (the tolerance tests above
+// cover them).
+func TestRMSNormAndSwiGLURoundLikeLlamaCPU(t *testing.T) {
+	c := ctxOrSkip(t)
+	if c.Info.Type != "cpu" {
+		t.Skipf("bit-exactness needs correctly rounded division; %s is a %s device", c.Info.Name, c.Info.Type)
+	}
+	rng := rand.New(rand.NewSource(5))
+	const m = 16
+	g := randVec(rng, 4096, 1)
+	gb := upload(t, c, g)
+	for _, n := range []int{64, 100, 256, 704, 4096} {
+		t.Run(fmt.Sprintf("rmsnorm/%d", n), func(t *testing.T) {
+			x := randVec(rng, n*m, 3)
+			x[7] = 1e-20 // a square below float32's smallest normal
+			xb, yb := upload(t, c, x), zeros(t, c, n*m)
+			const eps = 1e-5
+			run(t, c, func(s *Seq) { s.RMSNorm(xb.All(), gb.All(), yb.All(), n, m, n, eps) })
+			got := readF32(t, yb, n*m)
+			for tk := 0; tk < m; tk++ {
+				row := x[tk*n : (tk+1)*n]
+				var sum float64
+				for _, v := range row {
+					sum += float64(v * v)
+				}
+				mean := float32(sum / float64(n))
+				scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+				for i, v := range row {
+					if want := v * scale * g[i]; got[tk*n+i] != want {
+						t.Fatalf("token %d element %d: got %v, want exactly %v", tk, i, got[tk*n+i], want)
+					}
+				}
+			}
+		})
+	}
+	for _, scale := range []float64{0.3, 3, 30} {
+		t.Run(fmt.Sprintf("swiglu/scale%g", scale), func(t *testing.T) {
+			const n = 1 << 14
+			a, u := randVec(rng, n, scale), randVec(rng, n, 1)
+			a[0], a[1], a[2] = 0, 95, -95 // exp(-a) of 1, underflowing, overflowing
+			ab, ub, yb := upload(t, c, a), upload(t, c, u), zeros(t, c, n)
+			run(t, c, func(s *Seq) { s.SwiGLU(ab.All(), ub.All(), yb.All(), n) })
+			got := readF32(t, yb, n)
+			for i, v := range a {
+				want := v / (1 + float32(math.Exp(float64(-v)))) * u[i]
+				if got[i] != want && !(math.IsNaN(float64(want)) && math.IsNaN(float64(got[i]))) {
+					t.Fatalf("element %d (g %v): got %v, want exactly %v", i, v, got[i], want)
+				}
+			}
+		})
+	}
+}
+
 func ropeRef(x []float32, pos0, headDim, nHeads, m, ropeDim int, base, scale float64, neox bool, factors []float32) []float32 {
 	out := append([]float32(nil), x...)
 	half := ropeDim / 2
@@ -288,18 +450,19 @@ func TestRopeMatchesReferenceInBothPairings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(tc.pos0)))
 			x := randVec(rng, headDim*nHeads*m, 1)
-			xb, pb := upload(t, c, x), uploadU32(t, c, []uint32{uint32(tc.pos0)})
+			xb := upload(t, c, x)
 			var factors []float32
-			var fb Binding
 			if tc.factors {
 				factors = make([]float32, tc.ropeDim/2)
 				for i := range factors {
 					factors[i] = 1 + float32(i%5)
 				}
-				fb = upload(t, c, factors).All()
 			}
+			cs := make([]float32, m*tc.ropeDim)
+			RopeAngles(cs, tc.pos0, m, tc.ropeDim, 10000, 1, factors)
+			csb := upload(t, c, cs)
 			run(t, c, func(s *Seq) {
-				s.Rope(xb.All(), pb.All(), fb, headDim, nHeads, m, tc.ropeDim, 10000, 1, tc.neox, headDim*nHeads)
+				s.Rope(xb.All(), csb.All(), headDim, nHeads, m, tc.ropeDim, tc.neox, headDim*nHeads)
 			})
 			got := readF32(t, xb, len(x))
 			want := ropeRef(x, tc.pos0, headDim, nHeads, m, tc.ropeDim, 10000, 1, tc.neox, factors)
@@ -307,6 +470,26 @@ func TestRopeMatchesReferenceInBothPairings(t *testing.T) {
 			for i := range want {
 				if math.Abs(float64(got[i]-want[i])) > 5e-4 {
 					t.Fatalf("element %d: got %v, want %v (abs tol 5e-4)", i, got[i], want[i])
+				}
+			}
+			// With the table's angles, each rotated value is llama.cpp's to the bit: both
+			// products rounded, then the difference or sum (no fused multiply-add).
+			half := tc.ropeDim / 2
+			for tok := 0; tok < m; tok++ {
+				for h := 0; h < nHeads; h++ {
+					base := tok*headDim*nHeads + h*headDim
+					for i := 0; i < half; i++ {
+						co, si := cs[2*(tok*half+i)], cs[2*(tok*half+i)+1]
+						a, b := base+2*i, base+2*i+1
+						if tc.neox {
+							a, b = base+i, base+i+half
+						}
+						wa := float32(x[a]*co) - float32(x[b]*si)
+						wb := float32(x[a]*si) + float32(x[b]*co)
+						if got[a] != wa || got[b] != wb {
+							t.Fatalf("token %d head %d pair %d: got (%v, %v), want exactly (%v, %v)", tok, h, i, got[a], got[b], wa, wb)
+						}
+					}
 				}
 			}
 		})

@@ -62,7 +62,7 @@ type Resident struct {
 	tokEmbd weight
 	output  weight
 	outNorm vector
-	factors vector // rope frequency factors (nil buffer when absent)
+	factors vector // rope frequency factors (nil buffer when absent; the host applies them)
 	layers  []layerWeights
 
 	// scratch, token-major
@@ -71,6 +71,10 @@ type Resident struct {
 	logits                        *Buffer // host-visible: rows × vocab
 	logitRows                     int
 	ids, pos, best                *Buffer // host-visible
+	ropeCS                        *Buffer // host-visible: rows × ropeDims/2 (cos, sin) pairs
+	ropeTab                       []float32
+	ropeDims                      int
+	ropeScale                     float32
 
 	decode *Seq // the pre-recorded single-token pass
 	closed bool
@@ -179,7 +183,13 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 			ctxLen, uint64(ctxLen)*kvRowBytes, c.Info.MaxStorageBufferRange, maxCtx, ErrTooLarge)
 	}
 	r := &Resident{c: c, h: h, ctxLen: ctxLen, prof: config.GPUProf.Bool(), ownCtx: opts.OwnContext,
-		hasHead: true, onWarmup: opts.AfterWarmup}
+		hasHead: true, onWarmup: opts.AfterWarmup, ropeDims: h.Rope.Dims, ropeScale: h.Rope.FreqScale}
+	if r.ropeDims == 0 {
+		r.ropeDims = h.HeadDim
+	}
+	if r.ropeScale == 0 {
+		r.ropeScale = 1
+	}
 	if p := opts.Part; p != nil {
 		if p.FirstLayer < 0 || p.FirstLayer >= h.Layers {
 			return nil, fmt.Errorf("resident driver: first GPU layer %d outside the model's %d layers", p.FirstLayer, h.Layers)
@@ -335,7 +345,7 @@ func (r *Resident) allocScratch(window int) error {
 		{&r.q, r.rows * h.QDim(), false}, {&r.k, r.rows * h.KDim(), false}, {&r.v, r.rows * h.VDim(), false},
 		{&r.att, r.rows * h.QDim(), false}, {&r.gate, r.rows * h.FFN, false}, {&r.up, r.rows * h.FFN, false},
 		{&r.xq, r.rows * max(h.FFN, h.QDim(), h.Dim), false},
-		{&r.ids, r.rows, true}, {&r.pos, 1, true},
+		{&r.ids, r.rows, true}, {&r.pos, 1, true}, {&r.ropeCS, r.rows * r.ropeDims, true},
 	}
 	if r.hasHead {
 		allocs = append(allocs, alloc{&r.logits, r.logitRows * h.VocabSize, true}, alloc{&r.best, 1, true})
@@ -423,19 +433,7 @@ func (r *Resident) record(s *Seq, m int) {
 	}
 	s.Barrier()
 	stamp("embed")
-	ropeDims := h.Rope.Dims
-	if ropeDims == 0 {
-		ropeDims = h.HeadDim
-	}
 	neox := h.Rope.Kind == model.RopeNeoX
-	freqScale := h.Rope.FreqScale
-	if freqScale == 0 {
-		freqScale = 1
-	}
-	var factors Binding
-	if r.factors.buf != nil {
-		factors = r.factors.buf.All()
-	}
 	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
 	for _, l := range r.layers {
 		s.RMSNorm(r.x.All(), l.attnNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
@@ -445,8 +443,8 @@ func (r *Resident) record(s *Seq, m int) {
 			projection{l.q, r.q, qd, false}, projection{l.k, r.k, kd, false}, projection{l.v, r.v, vd, false})
 		s.Barrier()
 		stamp("qkv")
-		s.Rope(r.q.All(), r.pos.All(), factors, h.HeadDim, h.Heads, m, ropeDims, h.Rope.FreqBase, freqScale, neox, qd)
-		s.Rope(r.k.All(), r.pos.All(), factors, h.HeadDim, h.HeadsKV, m, ropeDims, h.Rope.FreqBase, freqScale, neox, kd)
+		s.Rope(r.q.All(), r.ropeCS.All(), h.HeadDim, h.Heads, m, r.ropeDims, neox, qd)
+		s.Rope(r.k.All(), r.ropeCS.All(), h.HeadDim, h.HeadsKV, m, r.ropeDims, neox, kd)
 		s.Barrier()
 		s.KVStore(r.k.All(), l.kCache.All(), r.pos.All(), kd, m, kd)
 		s.KVStore(r.v.All(), l.vCache.All(), r.pos.All(), vd, m, vd)
@@ -538,7 +536,21 @@ func (r *Resident) setInputs(tokens []int, pos int) error {
 	if err := r.ids.WriteU32(0, ids); err != nil {
 		return err
 	}
-	return r.pos.WriteU32(0, []uint32{uint32(pos)})
+	return r.setPositions(pos, len(tokens))
+}
+
+// setPositions writes the first position of the next pass and the rope angles of its n rows
+// (computed here, on the host, with the CPU reference's arithmetic).
+func (r *Resident) setPositions(pos, n int) error {
+	if err := r.pos.WriteU32(0, []uint32{uint32(pos)}); err != nil {
+		return err
+	}
+	if len(r.ropeTab) < n*r.ropeDims {
+		r.ropeTab = make([]float32, r.rows*r.ropeDims)
+	}
+	tab := r.ropeTab[:n*r.ropeDims]
+	RopeAngles(tab, pos, n, r.ropeDims, r.h.Rope.FreqBase, r.ropeScale, r.h.Rope.Factors)
+	return r.ropeCS.WriteF32(0, tab)
 }
 
 // Eval runs tokens at positions pos.. and returns the last token's logits, or every token's
@@ -736,7 +748,7 @@ func (r *Resident) EvalHidden(x []float32, n, pos int, wantAllLogits bool) ([]fl
 		if err := r.hin.WriteF32(0, x[start*dim:(start+cnt)*dim]); err != nil {
 			return nil, err
 		}
-		if err := r.pos.WriteU32(0, []uint32{uint32(pos + start)}); err != nil {
+		if err := r.setPositions(pos+start, cnt); err != nil {
 			return nil, err
 		}
 		last := start+cnt == n
@@ -830,7 +842,7 @@ func (r *Resident) Close() error {
 		l.kCache.Free()
 		l.vCache.Free()
 	}
-	for _, b := range []*Buffer{r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.best, r.hin, r.hout} {
+	for _, b := range []*Buffer{r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout} {
 		b.Free()
 	}
 	if r.ownCtx {
