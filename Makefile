@@ -68,9 +68,12 @@ gotest: glslc
 	GOEXPERIMENT=cgocheck2 $(GO) test -count=1 ./engine/vulkan/... ./shaders
 
 GET_GLSLC := ../shared/tools/get-glslc.sh
+# get-glslc.sh ends with `glslc --version | head -3` under pipefail, which can die of SIGPIPE
+# (exit 141) after a good install: judge it by whether the glslc it installed runs.
 glslc:
 	@if [ -x .tools/vk/bin/glslc ]; then :; \
-	elif [ -x "$(GET_GLSLC)" ]; then bash "$(GET_GLSLC)" .tools/vk; \
+	elif [ -x "$(GET_GLSLC)" ]; then bash "$(GET_GLSLC)" .tools/vk || \
+		{ .tools/vk/bin/glslc --version >/dev/null 2>&1 || { echo "get-glslc.sh failed: no current glslc"; exit 1; }; }; \
 	else echo "no $(GET_GLSLC): the SPIR-V currency check will skip"; fi
 
 ## ui-tests: both UI suites in one node test run, so its summary closes the output
