@@ -11,31 +11,8 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/sample"
+	"github.com/vkllm/vkllm/engine/sharedtest"
 )
-
-// sharedDir returns <repo root>/../shared, skipping the test when it is absent.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("skipping: no go.mod above the test directory, so ../shared cannot be located")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "reference", "generation")); err != nil {
-		t.Skipf("skipping: the shared test data is not at %s (%v)", shared, err)
-	}
-	return shared
-}
 
 type refCase struct {
 	Prompt       string         `json:"prompt"`
@@ -88,7 +65,7 @@ var firstStepTolerance = map[string]float64{
 const nearTie = 0.05
 
 func TestGreedyGenerationMatchesLlamaCpp(t *testing.T) {
-	shared := sharedDir(t)
+	shared := sharedtest.Path(t)
 	for _, name := range []string{"stories260K", "rand-llama-f32", "rand-llama-f16", "rand-llama-q8_0", "rand-llama-q4_0"} {
 		t.Run(name, func(t *testing.T) {
 			e, err := Load(context.Background(), LoadOptions{Path: filepath.Join(shared, "models", name+".gguf"), Backend: BackendCPU, Threads: 2})

@@ -2,12 +2,12 @@ package chat
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/sharedtest"
 )
 
 // Published chat templates, as their models' tokenizer_config.json ship them.
@@ -24,30 +24,6 @@ var conversation = []Message{
 	{Role: "user", Content: "Hi"},
 	{Role: "assistant", Content: "Hello!"},
 	{Role: "user", Content: "Bye"},
-}
-
-// sharedDir returns <repo root>/../shared/sub, or skips the test when it is absent.
-func sharedDir(t *testing.T, sub string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("skipping: no go.mod above the test directory, so the shared data dir cannot be located")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", sub)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("skipping: shared test data %s is absent (%v)", p, err)
-	}
-	return p
 }
 
 // writeTemplateGGUF writes a metadata-only GGUF carrying tmpl as tokenizer.chat_template and
@@ -114,7 +90,7 @@ func TestWellKnownTemplatesRenderTheirPublishedLayout(t *testing.T) {
 }
 
 func TestPhi3TemplateFromTheSharedVocabRendersUserAndAssistantTurns(t *testing.T) {
-	path := filepath.Join(sharedDir(t, "reference/tokenizer"), "ggml-vocab-phi-3.gguf")
+	path := filepath.Join(sharedtest.Path(t, "reference/tokenizer"), "ggml-vocab-phi-3.gguf")
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -6,34 +6,11 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/embedded"
+	"github.com/vkllm/vkllm/engine/sharedtest"
 )
 
-// sharedDir returns <repo root>/../shared/sub, or skips the test when it is absent.
-func sharedDir(t *testing.T, sub string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("skipping: no go.mod above the test directory, so the shared data dir cannot be located")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", sub)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("skipping: shared test data %s is absent (%v)", p, err)
-	}
-	return p
-}
-
 func TestSharedModelsOpenWithArchitectureAndTensorData(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join(sharedDir(t, "models"), "*.gguf"))
+	paths, _ := filepath.Glob(filepath.Join(sharedtest.Path(t, "models"), "*.gguf"))
 	if len(paths) == 0 {
 		t.Skip("skipping: no *.gguf in the shared models dir")
 	}
@@ -87,7 +64,7 @@ func TestSharedModelsOpenWithArchitectureAndTensorData(t *testing.T) {
 }
 
 func TestSharedVocabFilesOpenWithTokenArrays(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join(sharedDir(t, "reference/tokenizer"), "*.gguf"))
+	paths, _ := filepath.Glob(filepath.Join(sharedtest.Path(t, "reference/tokenizer"), "*.gguf"))
 	if len(paths) == 0 {
 		t.Skip("skipping: no vocab *.gguf in the shared tokenizer dir")
 	}
@@ -113,7 +90,7 @@ func TestSharedVocabFilesOpenWithTokenArrays(t *testing.T) {
 }
 
 func TestEmbeddedModelBytesOpenLikeTheFile(t *testing.T) {
-	p := filepath.Join(sharedDir(t, "models"), "stories260K.gguf")
+	p := filepath.Join(sharedtest.Path(t, "models"), "stories260K.gguf")
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Skipf("skipping: %v", err)

@@ -4,12 +4,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vkllm/vkllm/engine/sharedtest"
 )
 
 // BenchmarkEncode tokenizes ~20 KB of mixed text with each kind of reference vocabulary
 // (go test -bench Encode -benchmem ./engine/tokenizer/).
 func BenchmarkEncode(b *testing.B) {
-	dir := sharedDir(b, "reference/tokenizer")
+	dir := sharedtest.Path(b, "reference/tokenizer")
 	words := []string{"hello", " world", "日本語", "\n", "  ", "123456", "!?", "é", "don't", " the", " quick", " brown"}
 	var sb strings.Builder
 	for i := 0; sb.Len() < 20000; i++ {

@@ -11,31 +11,8 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/sharedtest"
 )
-
-// sharedDir returns <repo root>/../shared/sub, or skips the test when it is absent.
-func sharedDir(t testing.TB, sub string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("skipping: no go.mod above the test directory, so the shared data dir cannot be located")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", sub)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("skipping: shared test data %s is absent (%v)", p, err)
-	}
-	return p
-}
 
 // loaded caches tokenizers by path: several tests use the same reference vocabularies.
 var loaded sync.Map // path -> *Tokenizer
@@ -95,7 +72,7 @@ func readVocabCases(t *testing.T, base string) (inputs []string, want [][]int) {
 }
 
 func TestEncodeMatchesLlamaCppOnEveryReferenceVocabCase(t *testing.T) {
-	dir := sharedDir(t, "reference/tokenizer")
+	dir := sharedtest.Path(t, "reference/tokenizer")
 	for _, name := range []string{"llama-spm", "phi-3", "gpt-2", "falcon", "deepseek-llm", "starcoder"} {
 		t.Run(name, func(t *testing.T) {
 			base := filepath.Join(dir, "ggml-vocab-"+name+".gguf")
@@ -135,8 +112,8 @@ type generationCase struct {
 }
 
 func TestEncodeMatchesLlamaCppPromptTokensOfSharedModels(t *testing.T) {
-	refDir := sharedDir(t, "reference/generation")
-	modelDir := sharedDir(t, "models")
+	refDir := sharedtest.Path(t, "reference/generation")
+	modelDir := sharedtest.Path(t, "models")
 	for _, name := range []string{"stories260K", "rand-llama-f32", "rand-llama-f16", "rand-llama-q8_0", "rand-llama-q4_0"} {
 		t.Run(name, func(t *testing.T) {
 			tok := loadTokenizer(t, filepath.Join(modelDir, name+".gguf"))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/sharedtest"
 )
 
 func TestPreTokenizersSplitTextAsTheirPublishedPatterns(t *testing.T) {
@@ -323,7 +324,7 @@ func TestFromGGUFReadsTokenizerMetadataOfAWrittenFile(t *testing.T) {
 }
 
 func TestPhi3SpecialTokensAreParsedAndStripTheWhiteSpaceAfterThem(t *testing.T) {
-	tok := loadTokenizer(t, filepath.Join(sharedDir(t, "reference/tokenizer"), "ggml-vocab-phi-3.gguf"))
+	tok := loadTokenizer(t, filepath.Join(sharedtest.Path(t, "reference/tokenizer"), "ggml-vocab-phi-3.gguf"))
 	const user, end, assistant = 32010, 32007, 32001
 	hello := tok.Encode("Hello", false, false)
 	var want []int
@@ -355,7 +356,7 @@ func TestPhi3SpecialTokensAreParsedAndStripTheWhiteSpaceAfterThem(t *testing.T) 
 }
 
 func TestDecodeInvertsEncodeOnEveryReferenceCase(t *testing.T) {
-	dir := sharedDir(t, "reference/tokenizer")
+	dir := sharedtest.Path(t, "reference/tokenizer")
 	for _, name := range []string{"llama-spm", "phi-3", "gpt-2", "falcon", "deepseek-llm", "starcoder"} {
 		t.Run(name, func(t *testing.T) {
 			base := filepath.Join(dir, "ggml-vocab-"+name+".gguf")
@@ -407,8 +408,8 @@ func TestCleanSpacesRemovesTokenizationSpacing(t *testing.T) {
 }
 
 func TestPiecesOfReferenceGenerationsSpellTheReferenceText(t *testing.T) {
-	refDir := sharedDir(t, "reference/generation")
-	modelDir := sharedDir(t, "models")
+	refDir := sharedtest.Path(t, "reference/generation")
+	modelDir := sharedtest.Path(t, "models")
 	for _, name := range []string{"stories260K", "rand-llama-f32"} {
 		t.Run(name, func(t *testing.T) {
 			tok := loadTokenizer(t, filepath.Join(modelDir, name+".gguf"))
