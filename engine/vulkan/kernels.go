@@ -250,6 +250,39 @@ func (s *Seq) Add(a, y Binding, n int) {
 	s.Dispatch(kern, Push(uint32(n)), gx, gy, 1, a, y)
 }
 
+// AddBias records Y[t·n+i] += B[i] for i < n over m rows of n elements (contiguous).
+func (s *Seq) AddBias(b, y Binding, n, m int) {
+	if n <= 0 {
+		s.fail(fmt.Errorf("bias: row of %d elements", n))
+		return
+	}
+	kern := s.kernel("bias", 2, 8)
+	if kern == nil {
+		return
+	}
+	total := n * m
+	gx, gy := grid1D((total + 63) / 64)
+	s.Dispatch(kern, Push(uint32(total), uint32(n)), gx, gy, 1, b, y)
+}
+
+// RMSNormHeads records the RMSNorm of every head (headDim contiguous elements, the same weight
+// g for all) of m rows of nHeads heads, in place in x; rowStride is the row's length in
+// elements (nHeads·headDim). Rows are dispatched in chunks of at most maxGroups heads.
+func (s *Seq) RMSNormHeads(x *Buffer, g Binding, headDim, nHeads, m int, eps float32) {
+	rowBytes := uint64(4 * headDim * nHeads)
+	chunk := max(1, maxGroups/nHeads)
+	if chunk < m && rowBytes%s.c.minOffsetAlign != 0 {
+		s.fail(fmt.Errorf("head norm: %d rows of %d heads exceed %d workgroups and %d-byte rows cannot be bound at an offset (alignment %d)",
+			m, nHeads, maxGroups, rowBytes, s.c.minOffsetAlign))
+		return
+	}
+	for t0 := 0; t0 < m; t0 += chunk {
+		n := min(chunk, m-t0)
+		r := x.Range(uint64(t0)*rowBytes, uint64(n)*rowBytes)
+		s.RMSNorm(r, g, r, headDim, n*nHeads, headDim, eps)
+	}
+}
+
 // Argmax records out[0] = argmax X[:n] (lowest index on ties).
 func (s *Seq) Argmax(x, out Binding, n int) {
 	kern := s.kernel("argmax", 2, 4)

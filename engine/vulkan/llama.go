@@ -42,13 +42,15 @@ type weightSlice struct {
 type vector struct{ buf *Buffer }
 
 type layerWeights struct {
-	attnNorm, ffnNorm vector
-	q, k, v, o        weight
-	gate, up, down    weight
-	kCache, vCache    *Buffer
+	attnNorm, ffnNorm   vector
+	qBias, kBias, vBias vector // qwen2 (nil buffers otherwise)
+	qNorm, kNorm        vector // qwen3: per-head RMSNorm weights (nil buffers otherwise)
+	q, k, v, o          weight
+	gate, up, down      weight
+	kCache, vCache      *Buffer
 }
 
-// Resident is the whole-model resident forward pass of a llama-architecture model: every
+// Resident is the whole-model resident forward pass of a llama, qwen2 or qwen3 model: every
 // weight uploaded in its GGUF layout, the KV cache in f16 on the device and scratch sized once
 // for a Window-row prefill. Decode replays one pre-recorded command buffer per token with the
 // token and position in device-visible buffers. It implements model.Runner and is not safe for
@@ -136,8 +138,10 @@ type Part struct {
 // CheckModel reports whether the resident driver can run m, with the reason when not.
 func CheckModel(m *model.Model) error {
 	h := m.Hyper
-	if h.Arch != "llama" {
-		return fmt.Errorf("architecture %q: %w (llama only)", h.Arch, ErrUnsupported)
+	switch h.Arch {
+	case "llama", "qwen2", "qwen3":
+	default:
+		return fmt.Errorf("architecture %q: %w (llama, qwen2 and qwen3 only)", h.Arch, ErrUnsupported)
 	}
 	if h.HeadDim > 256 || h.HeadDim%2 != 0 || h.ValueDim != h.HeadDim {
 		return fmt.Errorf("head size %d/%d: %w (even, at most 256, keys and values alike)", h.HeadDim, h.ValueDim, ErrUnsupported)
@@ -151,6 +155,24 @@ func CheckModel(m *model.Model) error {
 	mats := []model.Matrix{m.TokenEmbd, m.Output}
 	for _, l := range m.Layers {
 		mats = append(mats, l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down)
+	}
+	type sized struct {
+		v model.Vector
+		n int
+	}
+	for i, l := range m.Layers {
+		var vecs []sized
+		switch h.Arch {
+		case "qwen2":
+			vecs = []sized{{l.QBias, h.QDim()}, {l.KBias, h.KDim()}, {l.VBias, h.VDim()}}
+		case "qwen3":
+			vecs = []sized{{l.QNorm, h.HeadDim}, {l.KNorm, h.HeadDim}}
+		}
+		for _, v := range vecs {
+			if len(v.v.Values) != v.n {
+				return fmt.Errorf("layer %d: vector %q has %d values, want %d: %w", i, v.v.Name, len(v.v.Values), v.n, ErrUnsupported)
+			}
+		}
 	}
 	for _, w := range mats {
 		if !SupportsWeight(w.Type) {
@@ -254,6 +276,22 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		}
 		if lw.ffnNorm, err = r.uploadVector(l.FFNNorm); err != nil {
 			return nil, err
+		}
+		type upload struct {
+			dst *vector
+			src model.Vector
+		}
+		var extra []upload
+		switch h.Arch {
+		case "qwen2":
+			extra = []upload{{&lw.qBias, l.QBias}, {&lw.kBias, l.KBias}, {&lw.vBias, l.VBias}}
+		case "qwen3":
+			extra = []upload{{&lw.qNorm, l.QNorm}, {&lw.kNorm, l.KNorm}}
+		}
+		for _, p := range extra {
+			if *p.dst, err = r.uploadVector(p.src); err != nil {
+				return nil, err
+			}
 		}
 		kvBytes := uint64(ctxLen) * kvRowBytes
 		if lw.kCache, err = c.NewBuffer(kvBytes, false); err != nil {
@@ -442,6 +480,17 @@ func (r *Resident) record(s *Seq, m int) {
 		r.project(s, r.xn.All(), dim, m,
 			projection{l.q, r.q, qd, false}, projection{l.k, r.k, kd, false}, projection{l.v, r.v, vd, false})
 		s.Barrier()
+		switch {
+		case l.qBias.buf != nil: // qwen2
+			s.AddBias(l.qBias.buf.All(), r.q.Range(0, uint64(4*m*qd)), qd, m)
+			s.AddBias(l.kBias.buf.All(), r.k.Range(0, uint64(4*m*kd)), kd, m)
+			s.AddBias(l.vBias.buf.All(), r.v.Range(0, uint64(4*m*vd)), vd, m)
+			s.Barrier()
+		case l.qNorm.buf != nil: // qwen3
+			s.RMSNormHeads(r.q, l.qNorm.buf.All(), h.HeadDim, h.Heads, m, h.NormEps)
+			s.RMSNormHeads(r.k, l.kNorm.buf.All(), h.HeadDim, h.HeadsKV, m, h.NormEps)
+			s.Barrier()
+		}
 		stamp("qkv")
 		s.Rope(r.q.All(), r.ropeCS.All(), h.HeadDim, h.Heads, m, r.ropeDims, neox, qd)
 		s.Rope(r.k.All(), r.ropeCS.All(), h.HeadDim, h.HeadsKV, m, r.ropeDims, neox, kd)
@@ -837,8 +886,9 @@ func (r *Resident) Close() error {
 		for _, w := range []weight{l.q, l.k, l.v, l.o, l.gate, l.up, l.down} {
 			freeW(w)
 		}
-		l.attnNorm.buf.Free()
-		l.ffnNorm.buf.Free()
+		for _, v := range []vector{l.attnNorm, l.ffnNorm, l.qBias, l.kBias, l.vBias, l.qNorm, l.kNorm} {
+			v.buf.Free()
+		}
 		l.kCache.Free()
 		l.vCache.Free()
 	}
