@@ -9,24 +9,12 @@
 // BENCH_SHOT=path keeps a screenshot of the tab after the runs (docs/screenshot-bench.png).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { appBin, chromiumPath, chromiumFlags, startApp, stopApp } from "./browser-app.mjs";
 
-const here = new URL(".", import.meta.url).pathname;
-const appBin = resolve(here, "..", process.env.VKLLM_APP || "../build/bin/vkllm-app");
-const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
-const chromiumFlags = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-bench-e2e-data-"));
 const profileDir = mkdtempSync(join(tmpdir(), "vkllm-bench-e2e-chromium-"));
@@ -34,43 +22,10 @@ let server; // { proc, url }
 let context;
 let page;
 
-function startApp() {
-  return new Promise((resolveStart, reject) => {
-    const env = { ...process.env, VKLLM_DATA_DIR: dataDir };
-    delete env.DISPLAY;
-    delete env.WAYLAND_DISPLAY;
-    const proc = spawn(appBin, ["--browser", "--listen", "127.0.0.1:0"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    const timer = setTimeout(() => reject(new Error(`app printed no URL within 60 s\nstdout: ${out}\nstderr: ${err}`)), 60_000);
-    proc.stdout.on("data", (d) => {
-      out += d;
-      const m = out.match(/http:\/\/127\.0\.0\.1:\d+\//);
-      if (m) {
-        clearTimeout(timer);
-        resolveStart({ proc, url: m[0] });
-      }
-    });
-    proc.stderr.on("data", (d) => (err += d));
-    proc.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`app exited with ${code} before serving\nstdout: ${out}\nstderr: ${err}`));
-    });
-  });
-}
-
-function stopApp(s) {
-  return new Promise((done) => {
-    if (!s || s.proc.exitCode !== null) return done();
-    s.proc.on("exit", () => done());
-    s.proc.kill("SIGTERM");
-    setTimeout(() => s.proc.kill("SIGKILL"), 10_000).unref();
-  });
-}
 
 before(async () => {
   assert.ok(existsSync(appBin), `app binary ${appBin} is missing: run make build first`);
-  server = await startApp();
+  server = await startApp(dataDir);
   context = await chromium.launchPersistentContext(profileDir, {
     executablePath: chromiumPath,
     headless: true,
