@@ -127,20 +127,14 @@ func dequantQ5_1(b []byte, y []float32) {
 }
 
 // Q8_0: f16 d, 32 int8; x = q*d.
-func dequantQ8_0(b []byte, y []float32) {
-	d := half(b)
-	qs := b[2:34]
-	y = y[:32]
-	for j := range y {
-		y[j] = float32(int8(qs[j])) * d
-	}
-}
+func dequantQ8_0(b []byte, y []float32) { scaleInt8(half(b), b[2:34], y[:32]) }
 
 // Q8_1: f16 d, f16 s (= d * sum of q), 32 int8; x = q*d.
-func dequantQ8_1(b []byte, y []float32) {
-	d := half(b)
-	qs := b[4:36]
-	y = y[:32]
+func dequantQ8_1(b []byte, y []float32) { scaleInt8(half(b), b[4:36], y[:32]) }
+
+// scaleInt8 writes y[j] = q[j]*d for the int8 quants of one block.
+func scaleInt8(d float32, qs []byte, y []float32) {
+	qs = qs[:len(y)]
 	for j := range y {
 		y[j] = float32(int8(qs[j])) * d
 	}
