@@ -98,7 +98,7 @@ void main() {
         }
         barrier();
     }
-    precise float inv = S != 0.0 ? 1.0 / S : 0.0;
+    float inv = S != 0.0 ? divExact(1.0, S) : 0.0;
     for (uint a = 0u; a < 4u; a++) {
         uint d = tid + 64u * a;
         if (d < p.headDim) {

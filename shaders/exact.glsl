@@ -9,8 +9,8 @@ float roundHalf(float v) {
     if (v == 0.0) return v;
     int e;
     frexp(v, e);                       // |v| = m·2^e, m in [0.5, 1)
-    float ulp = ldexp(1.0, max(e - 11, -24));
-    return roundEven(v / ulp) * ulp;
+    int u = max(e - 11, -24);          // the f16 ulp of v is 2^u
+    return ldexp(roundEven(ldexp(v, -u)), u);
 }
 
 // twoSum returns a + b as hi (the rounded sum) plus lo (its exact error).
@@ -46,6 +46,46 @@ float fmaExact(float a, float b, float c) {
     precise float t = se + pe;
     precise float r = s + t;
     return r;
+}
+
+// divExact returns a/b correctly rounded (ties cannot occur), as the CPU's IEEE division gives
+// it, on implementations whose division is approximate (Vulkan allows 2.5 ulp): the candidates
+// within 3 ulp of the implementation's quotient are compared by their exact remainders
+// a - c·b, whose size is |b|·|a/b - c|. Quotients or operands outside 2^±100 (where Dekker's
+// splitting could overflow or underflow) are returned as the implementation computes them.
+float divExact(float a, float b) {
+    precise float q = a / b;
+    if (isnan(q) || isinf(q) || q == 0.0) return q;
+    float aq = abs(q), ab = abs(b);
+    if (aq > 1e30 || aq < 1e-30 || ab > 1e30 || ab < 1e-30) return q;
+    int bits = floatBitsToInt(q);
+    float best = q, bestR = 1.0 / 0.0;
+    for (int k = -3; k <= 3; k++) {
+        float c = intBitsToFloat(bits + k);
+        float p, pe;
+        twoProd(c, b, p, pe);
+        precise float r = (a - p) - pe; // a - p is exact (Sterbenz): p is within a few ulp of a
+        if (abs(r) < bestR) { bestR = abs(r); best = c; }
+    }
+    return best;
+}
+
+// sqrtExact returns sqrt(x) correctly rounded (up to a 2^-24-ulp window around midpoints) on
+// implementations whose square root is approximate: of the candidates within 3 ulp, the one
+// whose square is nearest x.
+float sqrtExact(float x) {
+    precise float s = sqrt(x);
+    if (!(x > 1e-30) || x > 1e30) return s;
+    int bits = floatBitsToInt(s);
+    float best = s, bestR = 1.0 / 0.0;
+    for (int k = -3; k <= 3; k++) {
+        float c = intBitsToFloat(bits + k);
+        float p, pe;
+        twoProd(c, c, p, pe);
+        precise float r = (x - p) - pe;
+        if (abs(r) < bestR) { bestR = abs(r); best = c; }
+    }
+    return best;
 }
 
 // The 2^(j/64) of expExact as float pairs (hi + lo to ~2^-48).

@@ -7,20 +7,14 @@ layout(std430, binding = 1) buffer Cb { uint cache[]; };
 layout(std430, binding = 2) readonly buffer Pb { uint pos[]; };
 layout(push_constant) uniform P { uint rowElems; uint M; uint srcStride; } p;
 
-// roundF16 rounds v to the nearest f16 value (ties to even) first, so packHalf2x16 (whose
-// rounding mode is implementation-defined) only packs exact values.
-float roundF16(float v) {
-    if (v == 0.0) return v;
-    int e;
-    frexp(v, e);
-    float ulp = ldexp(1.0, max(e - 11, -24));
-    return roundEven(v / ulp) * ulp;
-}
+// roundHalf rounds to f16 (ties to even) first, so packHalf2x16 (whose rounding mode is
+// implementation-defined) only packs exact values.
+#include "exact.glsl"
 void main() {
     uint pairs = p.rowElems / 2u;
     uint idx = gl_GlobalInvocationID.x;
     if (idx >= pairs * p.M) return;
     uint t = idx / pairs, e = 2u * (idx % pairs);
     uint s = t * p.srcStride + e;
-    cache[((pos[0] + t) * p.rowElems + e) / 2u] = packHalf2x16(vec2(roundF16(src[s]), roundF16(src[s + 1u])));
+    cache[((pos[0] + t) * p.rowElems + e) / 2u] = packHalf2x16(vec2(roundHalf(src[s]), roundHalf(src[s + 1u])));
 }

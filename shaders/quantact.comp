@@ -12,22 +12,14 @@ layout(std430, binding = 0) readonly buffer Xb { float x[]; };
 layout(std430, binding = 1) writeonly buffer Yb { float y[]; };
 layout(push_constant) uniform P { uint K; uint M; uint stride; uint mode; } p;
 
-// roundF16 rounds v to the nearest f16 value (ties to even) in float arithmetic, independent
-// of the implementation's packHalf2x16 rounding.
-float roundF16(float v) {
-    if (v == 0.0) return v;
-    int e;
-    frexp(v, e);                       // |v| = m·2^e, m in [0.5, 1)
-    float ulp = ldexp(1.0, max(e - 11, -24));
-    return roundEven(v / ulp) * ulp;
-}
+#include "exact.glsl" // roundHalf, divExact: the CPU's f16 rounding and IEEE division
 
 void main() {
     uint idx = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
     if (p.mode == 1u) {
         if (idx >= p.K * p.M) return;
         uint t = idx / p.K, i = t * p.stride + idx % p.K;
-        y[i] = roundF16(x[i]);
+        y[i] = roundHalf(x[i]);
         return;
     }
     uint B = p.mode == 2u ? 32u : 256u;
@@ -41,16 +33,16 @@ void main() {
         if (abs(v) > amax) { amax = abs(v); maxv = v; }
     }
     if (p.mode == 2u) {
-        float d = roundF16(amax / 127.0);
-        float id = amax != 0.0 ? 127.0 / amax : 0.0;
+        float d = roundHalf(divExact(amax, 127.0));
+        float id = amax != 0.0 ? divExact(127.0, amax) : 0.0;
         for (uint i = 0u; i < B; i++) y[base + i] = roundEven(x[base + i] * id) * d;
     } else {
         if (amax == 0.0) {
             for (uint i = 0u; i < B; i++) y[base + i] = 0.0;
             return;
         }
-        float iscale = -127.0 / maxv;
-        float d = 1.0 / iscale;
+        float iscale = divExact(-127.0, maxv);
+        float d = divExact(1.0, iscale);
         for (uint i = 0u; i < B; i++) y[base + i] = min(127.0, roundEven(iscale * x[base + i])) * d;
     }
 }

@@ -48,10 +48,11 @@ void main() {
     // mean = the float nearest (hi + lo) / n: a correctly rounded quotient of hi, corrected by
     // the exact remainder and lo.
     float nf = float(p.n);
-    precise float q = hiS[0] / nf;
+    float q = divExact(hiS[0], nf);
     precise float rem = fmaExact(-q, nf, hiS[0]) + loS[0]; // hi - q·n is exact
-    precise float mean = q + rem / nf;
-    precise float scale = 1.0 / sqrt(mean + p.eps);
+    precise float mean = q + divExact(rem, nf);
+    precise float me = mean + p.eps;
+    float scale = divExact(1.0, sqrtExact(me));
     for (uint i = tid; i < p.n; i += 64u) {
         precise float v = x[base + i] * scale;
         y[base + i] = v * g[i];

@@ -14,7 +14,7 @@ void main() {
     if (i >= p.n) return;
     float a = g[i];
     precise float e = 1.0 + expExact(-a);
-    precise float s = a / e;
+    float s = divExact(a, e);
     precise float r = s * u[i];
     y[i] = r;
 }

@@ -88,61 +88,74 @@ var logitTol = map[string]float64{
 
 // The shared models' greedy continuations must equal llama.cpp's reference step by step until
 // the first near-tie (reference top-2 gap < 0.05), where either leading token is accepted.
+// Every prefill GEMM tier the device offers is checked: the shared-memory tier everywhere, and
+// the cooperative-matrix tier where the device selects it.
 func TestResidentGreedyMatchesReference(t *testing.T) {
 	c := ctxOrSkip(t)
-	for _, name := range []string{"stories260K", "rand-llama-f32", "rand-llama-f16", "rand-llama-q8_0", "rand-llama-q4_0"} {
-		t.Run(name, func(t *testing.T) {
-			m := loadShared(t, name)
-			refs := readRef(t, name)
-			r, err := NewResident(c, m, ResidentOptions{Context: 128})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			worst, ran := 0.0, 0
-			for ci, ref := range refs {
-				if ci >= 2 && name != "stories260K" && !*fullRef {
-					break
-				}
-				ran++
-				r.Reset()
-				logits, err := r.Eval(ref.PromptTokens, 0, false)
+	tiers := []gemmTier{gemmShared}
+	if c.gemm == gemmCoopmat {
+		tiers = append(tiers, gemmCoopmat)
+	} else {
+		t.Logf("cooperative-matrix tier not checked: %s selects the %s tier (%s)", c.Info.Name, c.gemm, c.gemmReason)
+	}
+	prev := c.gemm
+	t.Cleanup(func() { c.gemm = prev })
+	for _, tier := range tiers {
+		for _, name := range []string{"stories260K", "rand-llama-f32", "rand-llama-f16", "rand-llama-q8_0", "rand-llama-q4_0"} {
+			t.Run(tier.String()+"/"+name, func(t *testing.T) {
+				c.gemm = tier
+				m := loadShared(t, name)
+				refs := readRef(t, name)
+				r, err := NewResident(c, m, ResidentOptions{Context: 128})
 				if err != nil {
 					t.Fatal(err)
 				}
-				pos := len(ref.PromptTokens)
-				for step, want := range ref.Generated {
-					top := ref.Top5[step]
-					for _, p := range top {
-						d := math.Abs(float64(logits[int(p[0])]) - p[1])
-						worst = math.Max(worst, d)
-						if d > logitTol[name] {
-							t.Errorf("prompt %q step %d: logit of %d = %v, reference %v (tol %g)", ref.Prompt, step, int(p[0]), logits[int(p[0])], p[1], logitTol[name])
-						}
-					}
-					got := argmax(logits)
-					nearTie := top[0][1]-top[1][1] < 0.05
-					if got != want {
-						if nearTie && got == int(top[1][0]) {
-							break
-						}
-						t.Fatalf("prompt %q step %d: greedy token %d, reference %d (top5 %v)", ref.Prompt, step, got, want, top)
-					}
-					if nearTie {
+				defer r.Close()
+				worst, ran := 0.0, 0
+				for ci, ref := range refs {
+					if ci >= 2 && name != "stories260K" && !*fullRef {
 						break
 					}
-					if step+1 == len(ref.Generated) {
-						break
-					}
-					logits, err = r.Eval([]int{want}, pos, false)
+					ran++
+					r.Reset()
+					logits, err := r.Eval(ref.PromptTokens, 0, false)
 					if err != nil {
 						t.Fatal(err)
 					}
-					pos++
+					pos := len(ref.PromptTokens)
+					for step, want := range ref.Generated {
+						top := ref.Top5[step]
+						for _, p := range top {
+							d := math.Abs(float64(logits[int(p[0])]) - p[1])
+							worst = math.Max(worst, d)
+							if d > logitTol[name] {
+								t.Errorf("prompt %q step %d: logit of %d = %v, reference %v (tol %g)", ref.Prompt, step, int(p[0]), logits[int(p[0])], p[1], logitTol[name])
+							}
+						}
+						got := argmax(logits)
+						nearTie := top[0][1]-top[1][1] < 0.05
+						if got != want {
+							if nearTie && got == int(top[1][0]) {
+								break
+							}
+							t.Fatalf("prompt %q step %d: greedy token %d, reference %d (top5 %v)", ref.Prompt, step, got, want, top)
+						}
+						if nearTie {
+							break
+						}
+						if step+1 == len(ref.Generated) {
+							break
+						}
+						logits, err = r.Eval([]int{want}, pos, false)
+						if err != nil {
+							t.Fatal(err)
+						}
+						pos++
+					}
 				}
-			}
-			t.Logf("%d of %d prompts, max |logit - reference| over top-5 = %.3g", ran, len(refs), worst)
-		})
+				t.Logf("%d of %d prompts, max |logit - reference| over top-5 = %.3g", ran, len(refs), worst)
+			})
+		}
 	}
 }
 
@@ -236,9 +249,8 @@ func TestResidentEvalRejectsBadInput(t *testing.T) {
 }
 
 // On the shared-memory tier the q4_0 and q8_0 models' logits equal the CPU reference's
-// (engine/cpu, which reproduces llama.cpp) at every prompt and decode position: bit for bit on
-// lavapipe, whose division and square root are correctly rounded; within one
-// activation-rounding flip (0.25) on devices whose GLSL division may be approximate.
+// (engine/cpu, which reproduces llama.cpp) at every prompt and decode position, bit for bit on
+// every device (exact.glsl corrects approximate division and square root).
 func TestResidentQuantizedEqualsCPUReference(t *testing.T) {
 	c := ctxOrSkip(t)
 	prev := c.gemm
@@ -258,10 +270,7 @@ func TestResidentQuantizedEqualsCPUReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cr.Close()
-			tol := 0.25
-			if c.Info.Type == "cpu" {
-				tol = 0
-			}
+			const tol = 0.0
 			// the longest prompt (44 tokens: two CPU batches, rope angles past position 60)
 			rc := ref[0]
 			for _, x := range ref {
