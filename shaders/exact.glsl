@@ -49,43 +49,49 @@ float fmaExact(float a, float b, float c) {
 }
 
 // divExact returns a/b correctly rounded (ties cannot occur), as the CPU's IEEE division gives
-// it, on implementations whose division is approximate (Vulkan allows 2.5 ulp): the candidates
-// within 3 ulp of the implementation's quotient are compared by their exact remainders
-// a - c·b, whose size is |b|·|a/b - c|. Quotients or operands outside 2^±100 (where Dekker's
-// splitting could overflow or underflow) are returned as the implementation computes them.
+// it, on implementations whose division is approximate (Vulkan allows 2.5 ulp). The operands
+// are scaled to [0.5, 1) by their exponents (exact), the candidates within 3 ulp of the
+// implementation's quotient of the scaled values are compared by their exact remainders
+// ma - c·mb (whose size is |mb|·|ma/mb - c|), and the winner is scaled back (exact unless the
+// quotient is subnormal).
 float divExact(float a, float b) {
     precise float q = a / b;
-    if (isnan(q) || isinf(q) || q == 0.0) return q;
-    float aq = abs(q), ab = abs(b);
-    if (aq > 1e30 || aq < 1e-30 || ab > 1e30 || ab < 1e-30) return q;
-    int bits = floatBitsToInt(q);
-    float best = q, bestR = 1.0 / 0.0;
+    if (isnan(q) || isinf(q) || q == 0.0 || isinf(a)) return q;
+    int ea, eb;
+    float ma = frexp(a, ea), mb = frexp(b, eb);
+    precise float qm = ma / mb;
+    int bits = floatBitsToInt(qm);
+    float best = qm, bestR = 1.0 / 0.0;
     for (int k = -3; k <= 3; k++) {
         float c = intBitsToFloat(bits + k);
         float p, pe;
-        twoProd(c, b, p, pe);
-        precise float r = (a - p) - pe; // a - p is exact (Sterbenz): p is within a few ulp of a
+        twoProd(c, mb, p, pe);
+        precise float r = (ma - p) - pe; // ma - p is exact (Sterbenz): p is within a few ulp of ma
         if (abs(r) < bestR) { bestR = abs(r); best = c; }
     }
-    return best;
+    return ldexp(best, ea - eb);
 }
 
 // sqrtExact returns sqrt(x) correctly rounded (up to a 2^-24-ulp window around midpoints) on
-// implementations whose square root is approximate: of the candidates within 3 ulp, the one
-// whose square is nearest x.
+// implementations whose square root is approximate: x is scaled by an even power of two to
+// [0.5, 2), and of the candidates within 3 ulp of the implementation's root, the one whose
+// square is nearest the scaled x is scaled back.
 float sqrtExact(float x) {
-    precise float s = sqrt(x);
-    if (!(x > 1e-30) || x > 1e30) return s;
+    if (!(x > 0.0) || isinf(x)) return sqrt(x);
+    int e;
+    float m = frexp(x, e);
+    if ((e & 1) != 0) { m *= 2.0; e -= 1; }
+    precise float s = sqrt(m);
     int bits = floatBitsToInt(s);
     float best = s, bestR = 1.0 / 0.0;
     for (int k = -3; k <= 3; k++) {
         float c = intBitsToFloat(bits + k);
         float p, pe;
         twoProd(c, c, p, pe);
-        precise float r = (x - p) - pe;
+        precise float r = (m - p) - pe;
         if (abs(r) < bestR) { bestR = abs(r); best = c; }
     }
-    return best;
+    return ldexp(best, e / 2);
 }
 
 // The 2^(j/64) of expExact as float pairs (hi + lo to ~2^-48).

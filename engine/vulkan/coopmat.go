@@ -198,7 +198,7 @@ func chooseGEMMTier(info DeviceInfo, f coopmatFacts) (gemmTier, string) {
 	case info.SubgroupSize != coopmatSubgroup:
 		return gemmShared, fmt.Sprintf("subgroup size %d; the cooperative-matrix shaders are written for %d", info.SubgroupSize, coopmatSubgroup)
 	}
-	return gemmCoopmat, "shape " + coopmatShape.String() + ", fp16 weight and activation tiles"
+	return gemmCoopmat, "shape " + coopmatShape.String() + ", fp16 weight and activation tiles; Q4_0/Q8_0 keep llama.cpp's exact order"
 }
 
 // coopmatAbsentCost is the measured cost of running prefill on the shared-memory tier
@@ -230,10 +230,19 @@ func (c *Context) gemmSelects() string {
 
 // usesCoopmat reports whether a matmul of m tokens with weights of type t and rows of k
 // elements runs on the cooperative-matrix tier. F32 weights stay on the shared-memory tier:
-// an f32 model asks for f32 numerics, and fp16 tiles would round its weights.
+// an f32 model asks for f32 numerics, and fp16 tiles would round its weights. Q4_0 and Q8_0
+// stay there too (see llamaOrderTypes).
 func (c *Context) usesCoopmat(t quant.Type, k, m int) bool {
-	return c.gemm == gemmCoopmat && m > 1 && k%32 == 0 && t != quant.F32
+	return c.gemm == gemmCoopmat && m > 1 && k%32 == 0 && t != quant.F32 && !llamaOrderTypes[t]
 }
+
+// llamaOrderTypes are the weight types whose products every tier computes in llama.cpp's CPU
+// order, bit for bit. For them the fp16 tiles of the cooperative-matrix tier are not close
+// enough: on the shared random-weight Q4_0 and Q8_0 models, any last-bit difference in a
+// product (fp16 tiles, a different summation order, an approximate division) flips some
+// activation's 8-bit rounding downstream and moves logits by up to ~0.25, which broke greedy
+// agreement with llama.cpp at reference gaps of 0.052 and 0.075 on the H200 (2026-11-30).
+var llamaOrderTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true}
 
 // matMulCoopmat records the cooperative-matrix GEMM (see MatMul; shapes already checked).
 func (s *Seq) matMulCoopmat(suf string, w, x, y Binding, k, n, m, xStride, yStride int, accumulate bool) {

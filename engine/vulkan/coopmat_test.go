@@ -44,7 +44,7 @@ func TestGEMMTierChoiceNeedsTheShapeTheShadersUse(t *testing.T) {
 	}
 }
 
-func TestCoopmatTierTakesOnlyMultiTokenNonF32Products(t *testing.T) {
+func TestCoopmatTierTakesOnlyMultiTokenProductsWithoutAnExactOrder(t *testing.T) {
 	c := &Context{gemm: gemmCoopmat}
 	for _, tc := range []struct {
 		typ  quant.Type
@@ -52,7 +52,9 @@ func TestCoopmatTierTakesOnlyMultiTokenNonF32Products(t *testing.T) {
 		want bool
 	}{
 		{quant.Q4_K, 4096, 512, true},
-		{quant.Q4_0, 64, 2, true},
+		{quant.Q4_1, 64, 2, true},
+		{quant.Q4_0, 4096, 512, false}, // llama.cpp's exact order
+		{quant.Q8_0, 4096, 512, false},
 		{quant.F16, 4096, 7, true},
 		{quant.Q4_K, 4096, 1, false}, // decode keeps the matvec
 		{quant.F32, 4096, 512, false},
@@ -90,8 +92,8 @@ func TestCoopmatGEMMMatchesReferenceForEveryWeightType(t *testing.T) {
 	coopmatOrSkip(t, c)
 	const k, n = 512, 100
 	for _, typ := range weightTypes {
-		if typ == quant.F32 {
-			continue
+		if typ == quant.F32 || llamaOrderTypes[typ] {
+			continue // not on this tier
 		}
 		for _, m := range []int{2, 70} {
 			t.Run(fmt.Sprintf("%v/tokens%d", typ, m), func(t *testing.T) {
