@@ -5,44 +5,64 @@
 //   mode 2 (Q4_0/Q5_0/Q8_0 → Q8_0, Q4_1/Q5_1 → Q8_1): per 32-block d = f16(amax/127),
 //          q = roundEven(x·127/amax), y = q·d;
 //   mode 3 (K-quants → Q8_K): per 256-block with max the signed element of largest
-//          magnitude, iscale = -127/max, q = min(127, roundEven(iscale·x)), y = q/iscale.
-// One thread per block (mode 2/3) or per element (mode 1).
-layout(local_size_x = 64) in;
+//          magnitude (the first one on ties), iscale = -127/max,
+//          q = min(127, roundEven(iscale·x)), y = q/iscale.
+// One thread per element: a workgroup covers 256 consecutive elements of X's rows taken end to
+// end (K is a multiple of the block, so every block lies inside one row and one workgroup);
+// the block maximum is a shared-memory reduction, so a decode step's row of 4096 activations
+// runs on 4096 threads rather than on one thread per block.
+layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Xb { float x[]; };
 layout(std430, binding = 1) writeonly buffer Yb { float y[]; };
 layout(push_constant) uniform P { uint K; uint M; uint stride; uint mode; } p;
 
 #include "exact.glsl" // roundHalf, divExact: the CPU's f16 rounding and IEEE division
 
+shared float amS[256];
+shared uint ixS[256];
+
 void main() {
-    uint idx = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
+    uint tid = gl_LocalInvocationID.x;
+    uint idx = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * 256u + tid;
+    bool live = idx < p.K * p.M;
+    uint i = live ? (idx / p.K) * p.stride + idx % p.K : 0u;
+    float v = live ? x[i] : 0.0;
     if (p.mode == 1u) {
-        if (idx >= p.K * p.M) return;
-        uint t = idx / p.K, i = t * p.stride + idx % p.K;
-        y[i] = roundHalf(x[i]);
+        if (live) y[i] = roundHalf(v);
         return;
     }
     uint B = p.mode == 2u ? 32u : 256u;
-    uint perRow = p.K / B;
-    if (idx >= perRow * p.M) return;
-    uint t = idx / perRow;
-    uint base = t * p.stride + (idx % perRow) * B;
-    float amax = 0.0, maxv = 0.0;
-    for (uint i = 0u; i < B; i++) {
-        float v = x[base + i];
-        if (abs(v) > amax) { amax = abs(v); maxv = v; }
+    uint lo = tid & ~(B - 1u); // this block's first thread
+    amS[tid] = abs(v);
+    ixS[tid] = tid;
+    barrier();
+    for (uint s = B >> 1; s > 0u; s >>= 1) {
+        if ((tid - lo) < s) {
+            float a = amS[tid], b = amS[tid + s];
+            if (b > a) { // a tie keeps the lower index: the first maximum, as the CPU's scan finds it
+                amS[tid] = b;
+                ixS[tid] = ixS[tid + s];
+            }
+        }
+        barrier();
     }
+    float amax = amS[lo];
+    if (!live) return;
     if (p.mode == 2u) {
         float d = roundHalf(divExact(amax, 127.0));
         float id = amax != 0.0 ? divExact(127.0, amax) : 0.0;
-        for (uint i = 0u; i < B; i++) y[base + i] = roundEven(x[base + i] * id) * d;
-    } else {
-        if (amax == 0.0) {
-            for (uint i = 0u; i < B; i++) y[base + i] = 0.0;
-            return;
-        }
-        float iscale = divExact(-127.0, maxv);
-        float d = divExact(1.0, iscale);
-        for (uint i = 0u; i < B; i++) y[base + i] = min(127.0, roundEven(iscale * x[base + i])) * d;
+        int q = int(roundEven(v * id));
+        y[i] = q == 0 ? 0.0 : float(q) * d; // the CPU's int8 0 decodes to +0
+        return;
     }
+    if (amax == 0.0) {
+        y[i] = 0.0;
+        return;
+    }
+    uint mi = idx - tid + ixS[lo]; // the element holding the signed maximum
+    float maxv = x[(mi / p.K) * p.stride + mi % p.K];
+    float iscale = divExact(-127.0, maxv);
+    float d = divExact(1.0, iscale);
+    int q = min(127, int(roundEven(iscale * v)));
+    y[i] = q == 0 ? 0.0 : float(q) * d;
 }

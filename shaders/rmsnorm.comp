@@ -5,13 +5,13 @@
 // (as its double-precision sum is for any realistic row) in float-float pairs, the mean is the
 // float nearest sum/n, scale = 1/sqrt(mean + eps) correctly rounded (no inversesqrt), and
 // Y = (X·scale)·g with two roundings.
-layout(local_size_x = 64) in;
+layout(local_size_x = 256) in; // many threads: a decode step normalizes one row, and its loads are latency-bound
 layout(std430, binding = 0) readonly buffer Xb { float x[]; };
 layout(std430, binding = 1) readonly buffer Gb { float g[]; };
 layout(std430, binding = 2) writeonly buffer Yb { float y[]; };
 layout(push_constant) uniform P { uint n; uint M; uint stride; float eps; } p;
-shared float hiS[64];
-shared float loS[64];
+shared float hiS[256];
+shared float loS[256];
 
 #include "exact.glsl"
 
@@ -29,14 +29,14 @@ void main() {
     uint tid = gl_LocalInvocationID.x;
     uint base = t * p.stride;
     float hi = 0.0, lo = 0.0;
-    for (uint i = tid; i < p.n; i += 64u) {
+    for (uint i = tid; i < p.n; i += 256u) {
         precise float sq = x[base + i] * x[base + i];
         addPair(hi, lo, sq, 0.0);
     }
     hiS[tid] = hi;
     loS[tid] = lo;
     barrier();
-    for (uint k = 32u; k > 0u; k >>= 1) {
+    for (uint k = 128u; k > 0u; k >>= 1) {
         if (tid < k) {
             float h = hiS[tid], l = loS[tid];
             addPair(h, l, hiS[tid + k], loS[tid + k]);
@@ -53,7 +53,7 @@ void main() {
     precise float mean = q + divExact(rem, nf);
     precise float me = mean + p.eps;
     float scale = divExact(1.0, sqrtExact(me));
-    for (uint i = tid; i < p.n; i += 64u) {
+    for (uint i = tid; i < p.n; i += 256u) {
         precise float v = x[base + i] * scale;
         y[base + i] = v * g[i];
     }

@@ -333,8 +333,7 @@ func (s *Seq) QuantizeActivations(t quant.Type, x, y Binding, k, m, stride int) 
 	if kern == nil {
 		return true
 	}
-	threads := m * k / block
-	gx, gy := grid1D((threads + 63) / 64)
+	gx, gy := grid1D((m*k + 255) / 256) // one thread per element
 	s.Dispatch(kern, Push(uint32(k), uint32(m), uint32(stride), uint32(mode)), gx, gy, 1, x, y)
 	return true
 }
