@@ -57,17 +57,17 @@ void scaleMinK4(uint s, uint j, out float sc, out float m) {
 // are fetched four at a time.
 void dq32(uint base, uint u, out float v[32]) {
 #if defined(T_F32)
-    for (uint i = 0u; i < 32u; i++) v[i] = uintBitsToFloat(w[(base >> 2) + i]);
+    [[unroll]] for (uint i = 0u; i < 32u; i++) v[i] = uintBitsToFloat(w[(base >> 2) + i]);
 #elif defined(T_F16)
-    for (uint i = 0u; i < 16u; i++) {
+    [[unroll]] for (uint i = 0u; i < 16u; i++) {
         vec2 h = unpackHalf2x16(w[(base >> 2) + i]);
         v[2u * i] = h.x; v[2u * i + 1u] = h.y;
     }
 #elif defined(T_Q4_0)
     float d = f16at(base);
-    for (uint i = 0u; i < 4u; i++) {
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
         uint q4 = load4(base + 2u + 4u * i);
-        for (uint b = 0u; b < 4u; b++) {
+        [[unroll]] for (uint b = 0u; b < 4u; b++) {
             uint q = (q4 >> (8u * b)) & 0xffu;
             v[4u * i + b] = (float(q & 0xfu) - 8.0) * d;
             v[4u * i + b + 16u] = (float(q >> 4) - 8.0) * d;
@@ -75,9 +75,9 @@ void dq32(uint base, uint u, out float v[32]) {
     }
 #elif defined(T_Q4_1)
     float d = f16at(base), m = f16at(base + 2u);
-    for (uint i = 0u; i < 4u; i++) {
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
         uint q4 = w[(base >> 2) + 1u + i];
-        for (uint b = 0u; b < 4u; b++) {
+        [[unroll]] for (uint b = 0u; b < 4u; b++) {
             uint q = (q4 >> (8u * b)) & 0xffu;
             v[4u * i + b] = float(q & 0xfu) * d + m;
             v[4u * i + b + 16u] = float(q >> 4) * d + m;
@@ -86,9 +86,9 @@ void dq32(uint base, uint u, out float v[32]) {
 #elif defined(T_Q5_0)
     float d = f16at(base);
     uint qh = load4(base + 2u);
-    for (uint i = 0u; i < 4u; i++) {
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
         uint q4 = load4(base + 6u + 4u * i);
-        for (uint b = 0u; b < 4u; b++) {
+        [[unroll]] for (uint b = 0u; b < 4u; b++) {
             uint j = 4u * i + b;
             uint q = (q4 >> (8u * b)) & 0xffu;
             v[j] = (float((q & 0xfu) | (((qh >> j) & 1u) << 4)) - 16.0) * d;
@@ -98,9 +98,9 @@ void dq32(uint base, uint u, out float v[32]) {
 #elif defined(T_Q5_1)
     float d = f16at(base), m = f16at(base + 2u);
     uint qh = w[(base >> 2) + 1u];
-    for (uint i = 0u; i < 4u; i++) {
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
         uint q4 = w[(base >> 2) + 2u + i];
-        for (uint b = 0u; b < 4u; b++) {
+        [[unroll]] for (uint b = 0u; b < 4u; b++) {
             uint j = 4u * i + b;
             uint q = (q4 >> (8u * b)) & 0xffu;
             v[j] = float((q & 0xfu) | (((qh >> j) & 1u) << 4)) * d + m;
@@ -109,9 +109,9 @@ void dq32(uint base, uint u, out float v[32]) {
     }
 #elif defined(T_Q8_0)
     float d = f16at(base);
-    for (uint i = 0u; i < 8u; i++) {
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
         uint q4 = load4(base + 2u + 4u * i);
-        for (uint b = 0u; b < 4u; b++) v[4u * i + b] = float(int(q4 << (24u - 8u * b)) >> 24) * d;
+        [[unroll]] for (uint b = 0u; b < 4u; b++) v[4u * i + b] = float(int(q4 << (24u - 8u * b)) >> 24) * d;
     }
 #elif defined(T_Q4_K)
     vec2 dm = unpackHalf2x16(w[base >> 2]);
@@ -120,9 +120,9 @@ void dq32(uint base, uint u, out float v[32]) {
     float a = dm.x * sc, bb = dm.y * m;
     uint q = (base + 16u + 32u * (u >> 1)) >> 2;
     uint shift = (u & 1u) * 4u;
-    for (uint i = 0u; i < 8u; i++) {
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
         uint q4 = w[q + i] >> shift;
-        for (uint b = 0u; b < 4u; b++) v[4u * i + b] = a * float((q4 >> (8u * b)) & 0xfu) - bb;
+        [[unroll]] for (uint b = 0u; b < 4u; b++) v[4u * i + b] = a * float((q4 >> (8u * b)) & 0xfu) - bb;
     }
 #elif defined(T_Q5_K)
     vec2 dm = unpackHalf2x16(w[base >> 2]);
@@ -132,10 +132,10 @@ void dq32(uint base, uint u, out float v[32]) {
     uint qh = (base + 16u) >> 2;
     uint ql = (base + 48u + 32u * (u >> 1)) >> 2;
     uint shift = (u & 1u) * 4u;
-    for (uint i = 0u; i < 8u; i++) {
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
         uint l4 = w[ql + i] >> shift;
         uint h4 = w[qh + i] >> u;
-        for (uint b = 0u; b < 4u; b++) {
+        [[unroll]] for (uint b = 0u; b < 4u; b++) {
             uint q = ((l4 >> (8u * b)) & 0xfu) | (((h4 >> (8u * b)) & 1u) << 4);
             v[4u * i + b] = a * float(q) - bb;
         }
@@ -148,10 +148,10 @@ void dq32(uint base, uint u, out float v[32]) {
     uint sc = base + 192u + 8u * h + 2u * k;
     uint shift = (k >> 1) * 4u;
     float d0 = d * float(s8(sc)), d1 = d * float(s8(sc + 1u));
-    for (uint i = 0u; i < 8u; i++) {
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
         uint l4 = load4(ql + 4u * i) >> shift;
         uint h4 = load4(qh + 4u * i) >> (2u * k);
-        for (uint b = 0u; b < 4u; b++) {
+        [[unroll]] for (uint b = 0u; b < 4u; b++) {
             int q = int(((l4 >> (8u * b)) & 0xfu) | (((h4 >> (8u * b)) & 3u) << 4)) - 32;
             v[4u * i + b] = (i < 4u ? d0 : d1) * float(q);
         }

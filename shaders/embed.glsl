@@ -1,6 +1,7 @@
 // embed.glsl: X[t][:] = dequantized row ids[t] of the embedding table W (K elements a row).
 // W may be one slice of a table split under the storage-buffer range: it holds rows
 // rowBase..rowBase+nRows-1, and tokens whose id falls outside are left to another slice.
+#extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
 layout(std430, binding = 1) readonly buffer Ib { uint ids[]; };
@@ -28,7 +29,7 @@ void main() {
     float v[32];
     for (uint u = gl_LocalInvocationID.x; u < p.K / 32u; u += 64u) {
         dq32(rowBase + (u / UNITS_PER_BLOCK) * BLOCK_BYTES, u % UNITS_PER_BLOCK, v);
-        for (uint i = 0u; i < 32u; i++) x[t * p.xStride + u * 32u + i] = v[i];
+        [[unroll]] for (uint i = 0u; i < 32u; i++) x[t * p.xStride + u * 32u + i] = v[i];
     }
 #endif
 }

@@ -47,9 +47,9 @@ shared float dsh[TN][64];
 void q4_0Block(uint base, uint u, uint xrow[TN], out float sv[TN], out float dv[TN]) {
     float dw = f16at(base);
     int qw[32];
-    for (uint i = 0u; i < 4u; i++) {
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
         uint q4 = load4(base + 2u + 4u * i);
-        for (uint b = 0u; b < 4u; b++) {
+        [[unroll]] for (uint b = 0u; b < 4u; b++) {
             uint q = (q4 >> (8u * b)) & 0xffu;
             qw[4u * i + b] = int(q & 0xfu) - 8;
             qw[4u * i + b + 16u] = int(q >> 4) - 8;
@@ -58,10 +58,10 @@ void q4_0Block(uint base, uint u, uint xrow[TN], out float sv[TN], out float dv[
     [[unroll]] for (uint t = 0u; t < TN; t++) {
         uint xb = xrow[t] + u * 32u;
         float maxy = 0.0;
-        for (uint i = 0u; i < 32u; i++) maxy = max(maxy, abs(x[xb + i]));
+        [[unroll]] for (uint i = 0u; i < 32u; i++) maxy = max(maxy, abs(x[xb + i]));
         float inv = maxy > 0.0 ? 127.0 / maxy : 0.0;
         int s = 0;
-        for (uint i = 0u; i < 32u; i++) s += qw[i] * int(roundEven(x[xb + i] * inv));
+        [[unroll]] for (uint i = 0u; i < 32u; i++) s += qw[i] * int(roundEven(x[xb + i] * inv));
         sv[t] = float(s);
         dv[t] = dw * roundHalf(maxy / 127.0); // max |y| = 127·d_x exactly
     }
@@ -121,7 +121,7 @@ void q4_0Chain(uint LANES, uint ROWS, uint tid, uint lane, uint r, uint t0, uint
 // q8Scale returns d_x of the activation block at xb and sets inv to 1/d_x (0 for a zero block).
 float q8Scale(uint xb, out float inv) {
     float maxy = 0.0;
-    for (uint i = 0u; i < 32u; i++) maxy = max(maxy, abs(x[xb + i]));
+    [[unroll]] for (uint i = 0u; i < 32u; i++) maxy = max(maxy, abs(x[xb + i]));
     inv = maxy > 0.0 ? 127.0 / maxy : 0.0;
     return roundHalf(maxy / 127.0);
 }
@@ -131,7 +131,7 @@ float q8Scale(uint xb, out float inv) {
 int q8Lane(uint base, uint xb, float inv, uint l) {
     uint q4 = load4(base + 2u + 4u * l);
     int s = 0;
-    for (uint b = 0u; b < 4u; b++) {
+    [[unroll]] for (uint b = 0u; b < 4u; b++) {
         int qw = int(q4 << (24u - 8u * b)) >> 24;
         s += qw * int(roundEven(x[xb + 4u * l + b] * inv));
     }
@@ -254,7 +254,7 @@ void main() {
             [[unroll]] for (uint t = 0u; t < TN; t++) {
                 uint xb = xrow[t] + xo;
                 float s = 0.0;
-                for (uint i = 0u; i < 32u; i++) s += v[i] * x[xb + i];
+                [[unroll]] for (uint i = 0u; i < 32u; i++) s += v[i] * x[xb + i];
                 acc[t] += s;
             }
         }
