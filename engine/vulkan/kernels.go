@@ -105,6 +105,10 @@ func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride in
 		s.fail(fmt.Errorf("matmul %v: row length %d must be a positive multiple of %d (rows %d, tokens %d)", t, k, blockElems(t), n, m))
 		return
 	}
+	if s.c.usesExactGEMM(t, m) {
+		s.matMulExact(t, w, x, y, k, n, m, xStride, yStride, accumulate)
+		return
+	}
 	if s.c.usesCoopmat(t, k, m) {
 		s.matMulCoopmat(suf, w, x, y, k, n, m, xStride, yStride, accumulate)
 		return
