@@ -8,6 +8,10 @@
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
 layout(std430, binding = 1) readonly buffer Xb { float x[]; };
+// The same activations as 16-byte loads, for kernels reading whole 32-element blocks (a lane
+// reading 32 floats one by one sends 32 loads 128 bytes apart from its neighbours'). Needs
+// xStride a multiple of 4 (MatMul checks it).
+layout(std430, binding = 1) readonly buffer Xv { vec4 x4[]; };
 layout(std430, binding = 2) buffer Yb { float y[]; };
 layout(push_constant) uniform P {
     uint K;        // row length (elements), a multiple of BLOCK_ELEMS
@@ -57,11 +61,16 @@ void q4_0Block(uint base, uint u, uint xrow[TN], out float sv[TN], out float dv[
     }
     [[unroll]] for (uint t = 0u; t < TN; t++) {
         uint xb = xrow[t] + u * 32u;
+        vec4 xv[8];
         float maxy = 0.0;
-        [[unroll]] for (uint i = 0u; i < 32u; i++) maxy = max(maxy, abs(x[xb + i]));
+        [[unroll]] for (uint i = 0u; i < 8u; i++) {
+            xv[i] = x4[(xb >> 2) + i];
+            vec4 a = abs(xv[i]);
+            maxy = max(maxy, max(max(a.x, a.y), max(a.z, a.w)));
+        }
         float inv = maxy > 0.0 ? 127.0 / maxy : 0.0;
         int s = 0;
-        [[unroll]] for (uint i = 0u; i < 32u; i++) s += qw[i] * int(roundEven(x[xb + i] * inv));
+        [[unroll]] for (uint i = 0u; i < 32u; i++) s += qw[i] * int(roundEven(xv[i >> 2][i & 3u] * inv));
         sv[t] = float(s);
         dv[t] = dw * roundHalf(maxy / 127.0); // max |y| = 127·d_x exactly
     }
@@ -121,7 +130,10 @@ void q4_0Chain(uint LANES, uint ROWS, uint tid, uint lane, uint r, uint t0, uint
 // q8Scale returns d_x of the activation block at xb and sets inv to 1/d_x (0 for a zero block).
 float q8Scale(uint xb, out float inv) {
     float maxy = 0.0;
-    [[unroll]] for (uint i = 0u; i < 32u; i++) maxy = max(maxy, abs(x[xb + i]));
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        vec4 a = abs(x4[(xb >> 2) + i]);
+        maxy = max(maxy, max(max(a.x, a.y), max(a.z, a.w)));
+    }
     inv = maxy > 0.0 ? 127.0 / maxy : 0.0;
     return roundHalf(maxy / 127.0);
 }
@@ -130,10 +142,11 @@ float q8Scale(uint xb, out float inv) {
 // activation block at xb.
 int q8Lane(uint base, uint xb, float inv, uint l) {
     uint q4 = load4(base + 2u + 4u * l);
+    vec4 xv = x4[(xb >> 2) + l];
     int s = 0;
     [[unroll]] for (uint b = 0u; b < 4u; b++) {
         int qw = int(q4 << (24u - 8u * b)) >> 24;
-        s += qw * int(roundEven(x[xb + 4u * l + b] * inv));
+        s += qw * int(roundEven(xv[b] * inv));
     }
     return s;
 }

@@ -1,4 +1,3 @@
 #version 450
 #define T_Q5_K
-#define TN_TOKENS 1u
-#include "matmul.glsl"
+#include "matvec_k.glsl"

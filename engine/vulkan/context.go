@@ -32,6 +32,7 @@ type Context struct {
 
 	gemm       gemmTier // prefill GEMM tier, chosen once at Open (coopmat.go)
 	gemmReason string
+	lanes      int // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)
 
 	pools   []*memPool
 	kernels map[string]*Kernel

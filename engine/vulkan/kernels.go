@@ -71,6 +71,9 @@ func (s *Seq) kernel(name string, bindings, push int) *Kernel {
 // eight rows on lavapipe; the Q4_0/Q8_0 kernels then fold their blocks without shared memory).
 // The 8-token GEMM needs at least 8 lanes (its Q4_0/Q8_0 fold has one thread per row and token).
 func (c *Context) matmulLanes(m int) int {
+	if c.lanes != 0 {
+		return c.lanes
+	}
 	if c.Info.Type == "cpu" {
 		if m == 1 {
 			return 1
@@ -103,6 +106,10 @@ func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride in
 	}
 	if k%blockElems(t) != 0 || k <= 0 || n <= 0 || m <= 0 {
 		s.fail(fmt.Errorf("matmul %v: row length %d must be a positive multiple of %d (rows %d, tokens %d)", t, k, blockElems(t), n, m))
+		return
+	}
+	if t != quant.F32 && t != quant.F16 && xStride%4 != 0 {
+		s.fail(fmt.Errorf("matmul %v: token stride %d not a multiple of 4 (the kernels read activations as 16-byte vectors)", t, xStride))
 		return
 	}
 	if s.c.usesExactGEMM(t, m) {

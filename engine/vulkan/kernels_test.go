@@ -97,8 +97,15 @@ func TestMatMulMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	t.Cleanup(func() { c.gemm = prev })
 	const k, n = 512, 37
 	for _, typ := range weightTypes {
-		for _, m := range []int{1, 11} {
-			t.Run(fmt.Sprintf("%v/tokens%d", typ, m), func(t *testing.T) {
+		for _, tc := range []struct{ m, lanes int }{{1, 0}, {1, 16}, {11, 0}} {
+			m := tc.m
+			name := fmt.Sprintf("%v/tokens%d", typ, m)
+			if tc.lanes != 0 {
+				name += fmt.Sprintf("/lanes%d", tc.lanes) // a GPU's row layout, on any device
+			}
+			t.Run(name, func(t *testing.T) {
+				c.lanes = tc.lanes
+				defer func() { c.lanes = 0 }()
 				rng := rand.New(rand.NewSource(int64(typ)*100 + int64(m)))
 				wf := randVec(rng, k*n, 0.5)
 				wq, err := quant.Quantize(typ, wf)

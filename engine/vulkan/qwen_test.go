@@ -45,10 +45,10 @@ var qwenPrompt = []int{1, 262, 300, 275, 307, 260, 310, 290, 259}
 
 // The qwen2 (Q/K/V biases) and qwen3 (per-head Q/K RMSNorm) blocks on the device give the CPU
 // reference's logits at every prompt position and over 16 greedy decode steps, and the same
-// greedy tokens, for every weight type of the random models, within the llama tests'
-// tolerances: f32/f16 weights differ from the CPU only by float summation order (0.02; measured
-// ≤ 0.008, as llama's), Q8_0 and Q4_0 equal it bit for bit on lavapipe (correctly rounded
-// division and square root; 0.25 elsewhere), and Q4_K, whose dot products are not summed in
+// greedy tokens up to a near-tie (a CPU top-2 gap under the tolerance), for every weight type
+// of the random models, within the llama tests' tolerances: f32/f16 weights differ from the CPU only by float summation order (0.02; measured
+// ≤ 0.008, as llama's), Q8_0 and Q4_0 equal it bit for bit on every device (llama.cpp's order,
+// correctly rounded division and square root), and Q4_K, whose dot products are not summed in
 // the CPU's order, within one activation-rounding flip (0.25; measured ≤ 0.24, llama's alike).
 func TestResidentQwenEqualsCPUReference(t *testing.T) {
 	c := ctxOrSkip(t)
@@ -67,7 +67,7 @@ func TestResidentQwenEqualsCPUReference(t *testing.T) {
 				switch {
 				case typ == quant.F32 || typ == quant.F16:
 					tol = 0.02
-				case (typ == quant.Q8_0 || typ == quant.Q4_0) && c.Info.Type == "cpu":
+				case typ == quant.Q8_0 || typ == quant.Q4_0:
 					tol = 0
 				}
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})
@@ -102,6 +102,13 @@ func TestResidentQwenEqualsCPUReference(t *testing.T) {
 					gt, wt := argmax(got), argmax(want)
 					gotToks, wantToks = append(gotToks, gt), append(wantToks, wt)
 					if gt != wt {
+						// Where the logits may differ by tol, a CPU top-2 gap under tol is a
+						// near-tie either engine may break (Q4_K: its sums are not in the CPU's
+						// order); the comparison stops there.
+						if gap := float64(want[wt] - want[gt]); gap < tol {
+							t.Logf("step %d: near-tie broken differently (cpu gap %.3g < tol %g); compared %d steps", step, gap, tol, step)
+							return
+						}
 						t.Fatalf("step %d: greedy token %d, cpu %d (so far %v vs %v)", step, gt, wt, gotToks, wantToks)
 					}
 					pos := len(qwenPrompt) + step
