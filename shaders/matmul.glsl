@@ -267,7 +267,7 @@ void main() {
             [[unroll]] for (uint t = 0u; t < TN; t++) {
                 uint xb = xrow[t] + xo;
                 float s = 0.0;
-                [[unroll]] for (uint i = 0u; i < 32u; i++) s += v[i] * x[xb + i];
+                [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]), x4[(xb >> 2) + i]);
                 acc[t] += s;
             }
         }
