@@ -39,6 +39,11 @@ type Context struct {
 
 	staging *Buffer // host-visible bounce buffer for uploads/downloads, grown on demand
 	closed  bool
+
+	pcache       vk.PipelineCache // compiled pipelines kept between processes (pipecache.go)
+	pcachePath   string
+	pcacheLoaded int  // bytes the cache was seeded with
+	pcacheDirty  bool // this process compiled a pipeline into it
 }
 
 // Options tunes Open.
@@ -50,6 +55,9 @@ type Options struct {
 	Validate bool
 	// Quiet suppresses the capability roster log lines.
 	Quiet bool
+	// PipelineCacheDir is where compiled kernels persist between processes: "" takes
+	// VKLLM_PIPELINE_CACHE, else the OS user cache dir; "off" disables the cache.
+	PipelineCacheDir string
 }
 
 var warnOnce sync.Map
@@ -91,6 +99,7 @@ func Open(opts Options) (*Context, error) {
 		c.Close()
 		return nil, err
 	}
+	c.openPipelineCache(pipelineCacheDir(opts.PipelineCacheDir))
 	c.selectGEMMTier()
 	if !opts.Quiet {
 		c.logRoster()
@@ -222,6 +231,7 @@ func (c *Context) Close() error {
 	}
 	if c.dev != nil {
 		vk.DeviceWaitIdle(c.dev)
+		c.closePipelineCache()
 		for _, k := range c.kernels {
 			k.destroy(c.dev)
 		}
