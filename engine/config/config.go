@@ -121,5 +121,4 @@ var (
 	LogLevel        = declare(Var{"VKLLM_LOG_LEVEL", KindString, "info", "log level: debug, info, warn or error"})
 	SidecarBinary   = declare(Var{"VKLLM_SIDECAR", KindString, "", "path of the vkllm binary the app starts as its engine sidecar; default the app's own executable"})
 	ValidationLayer = declare(Var{"VKLLM_VK_VALIDATE", KindBool, "0", "1 enables the Khronos validation layer when it is installed"})
-	PipelineCache   = declare(Var{"VKLLM_PIPELINE_CACHE", KindString, "", "directory of the compiled-kernel cache (one file per GPU); default the OS user cache dir (XDG_CACHE_HOME/vkllm on Linux); off disables it"})
 )

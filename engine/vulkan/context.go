@@ -39,11 +39,6 @@ type Context struct {
 
 	staging *Buffer // host-visible bounce buffer for uploads/downloads, grown on demand
 	closed  bool
-
-	pcache       vk.PipelineCache // compiled pipelines kept between processes (pipecache.go)
-	pcachePath   string
-	pcacheLoaded int  // bytes the cache was seeded with
-	pcacheDirty  bool // this process compiled a pipeline into it
 }
 
 // Options tunes Open.
@@ -55,9 +50,6 @@ type Options struct {
 	Validate bool
 	// Quiet suppresses the capability roster log lines.
 	Quiet bool
-	// PipelineCacheDir is where compiled kernels persist between processes: "" takes
-	// VKLLM_PIPELINE_CACHE, else the OS user cache dir; "off" disables the cache.
-	PipelineCacheDir string
 }
 
 var warnOnce sync.Map
@@ -99,7 +91,6 @@ func Open(opts Options) (*Context, error) {
 		c.Close()
 		return nil, err
 	}
-	c.openPipelineCache(pipelineCacheDir(opts.PipelineCacheDir))
 	c.selectGEMMTier()
 	if !opts.Quiet {
 		c.logRoster()
@@ -231,7 +222,6 @@ func (c *Context) Close() error {
 	}
 	if c.dev != nil {
 		vk.DeviceWaitIdle(c.dev)
-		c.closePipelineCache()
 		for _, k := range c.kernels {
 			k.destroy(c.dev)
 		}

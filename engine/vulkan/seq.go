@@ -103,7 +103,7 @@ func (c *Context) Kernel(name string, bindings, pushBytes int) (*Kernel, error) 
 	k.layout = layoutOut
 	pipes := make([]vk.Pipeline, 1)
 	pin.Pin(&pipes[0])
-	if r := vk.CreateComputePipelines(c.dev, c.pcache, 1, []vk.ComputePipelineCreateInfo{{
+	if r := vk.CreateComputePipelines(c.dev, vk.NullPipelineCache, 1, []vk.ComputePipelineCreateInfo{{
 		SType: vk.StructureTypeComputePipelineCreateInfo,
 		Stage: vk.PipelineShaderStageCreateInfo{
 			SType:  vk.StructureTypePipelineShaderStageCreateInfo,
@@ -120,7 +120,6 @@ func (c *Context) Kernel(name string, bindings, pushBytes int) (*Kernel, error) 
 	}
 	k.pipeline = pipes[0]
 	c.kernels[name] = k
-	c.pcacheDirty = c.pcache != vk.NullPipelineCache
 	return k, nil
 }
 
