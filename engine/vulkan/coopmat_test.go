@@ -57,6 +57,9 @@ func TestCoopmatTierTakesOnlyMultiTokenProductsWithoutAnExactOrder(t *testing.T)
 		{quant.Q8_0, 4096, 512, false},
 		{quant.F16, 4096, 7, true},
 		{quant.Q4_K, 4096, 1, false}, // decode keeps the matvec
+		{quant.Q4_K, 4096, 8, false}, // a short prompt takes the short-batch kernel
+		{quant.Q4_K, 4096, 9, true},
+		{quant.Q4_1, 4096, 8, true},
 		{quant.F32, 4096, 512, false},
 		{quant.F16, 100, 512, false}, // rows not whole 32-element units
 	} {
@@ -95,7 +98,7 @@ func TestCoopmatGEMMMatchesReferenceForEveryWeightType(t *testing.T) {
 		if typ == quant.F32 || llamaOrderTypes[typ] {
 			continue // not on this tier
 		}
-		for _, m := range []int{2, 70} {
+		for _, m := range []int{9, 70} {
 			t.Run(fmt.Sprintf("%v/tokens%d", typ, m), func(t *testing.T) {
 				if !c.usesCoopmat(typ, k, m) {
 					t.Fatalf("%v with %d tokens does not take the cooperative-matrix tier", typ, m)
