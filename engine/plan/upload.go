@@ -18,7 +18,7 @@ const (
 	KindFFN    = "ffn"    // feed-forward projections (gate, up, down, experts) and their biases
 	KindNorm   = "norm"   // every normalisation weight, per layer and final
 	KindOutput = "output" // the output head (output.weight)
-	KindOther  = "other"  // anything else the file carries (rope factors, ...); uploaded as is
+	KindOther  = "other"  // anything else the file carries; uploaded as is
 )
 
 // TensorSpec is one tensor as the GGUF file describes it: plain values, so this package needs no
@@ -55,6 +55,9 @@ func UploadList(tensors []TensorSpec) ([]Upload, error) {
 		if t.Size < 0 {
 			return nil, fmt.Errorf("tensor %q: size %d bytes, want at least 0", t.Name, t.Size)
 		}
+		if HostOnly(t.Name) {
+			continue
+		}
 		bytes := alignUp(t.Size, UploadAlign)
 		out = append(out, Upload{
 			Name:   t.Name,
@@ -69,6 +72,11 @@ func UploadList(tensors []TensorSpec) ([]Upload, error) {
 	}
 	return out, nil
 }
+
+// HostOnly reports whether the driver keeps tensor name on the host: the rope frequency
+// factors (llama 3.1's rope_freqs.weight) only enter the rope angles, which the host computes
+// per pass, so they take no device memory.
+func HostOnly(name string) bool { return name == "rope_freqs.weight" }
 
 // KindOf classifies a GGUF tensor name into a weight kind.
 func KindOf(name string) string {

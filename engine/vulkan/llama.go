@@ -64,7 +64,6 @@ type Resident struct {
 	tokEmbd weight
 	output  weight
 	outNorm vector
-	factors vector // rope frequency factors (nil buffer when absent; the host applies them)
 	layers  []layerWeights
 
 	// scratch, token-major
@@ -107,7 +106,6 @@ type ResidentBytes struct {
 	Scratch uint64
 	Layers  uint64 // the blocks' weights (blk.N.*)
 	Head    uint64 // final norm and output head (the embedding table when tied), 0 without them
-	Other   uint64 // rope frequency factors (rope_freqs.weight), 0 when the model has none
 }
 
 // ResidentOptions tunes NewResident.
@@ -249,15 +247,10 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		}
 		r.Bytes.Head = r.Bytes.Weights - w0
 	}
-	if f := h.Rope.Factors; f != nil {
-		if len(f) < h.Rope.Dims/2 {
-			return nil, fmt.Errorf("resident driver: rope_freqs has %d factors, want %d", len(f), h.Rope.Dims/2)
-		}
-		w0 := r.Bytes.Weights
-		if r.factors, err = r.uploadVector(model.Vector{Name: "rope_freqs.weight", Values: f}); err != nil {
-			return nil, err
-		}
-		r.Bytes.Other = r.Bytes.Weights - w0
+	// rope_freqs factors stay on the host: the rope angles are computed there per pass
+	// (setPositions), so nothing of them is uploaded and the plan's bytes equal the driver's.
+	if f := h.Rope.Factors; f != nil && len(f) < h.Rope.Dims/2 {
+		return nil, fmt.Errorf("resident driver: rope_freqs has %d factors, want %d", len(f), h.Rope.Dims/2)
 	}
 	for i := r.first; i < len(m.Layers); i++ {
 		l := m.Layers[i]
@@ -879,9 +872,7 @@ func (r *Resident) Close() error {
 	if r.output.slices != nil && (len(r.tokEmbd.slices) == 0 || r.output.slices[0].buf != r.tokEmbd.slices[0].buf) {
 		freeW(r.output)
 	}
-	for _, v := range []vector{r.outNorm, r.factors} {
-		v.buf.Free()
-	}
+	r.outNorm.buf.Free()
 	for _, l := range r.layers {
 		for _, w := range []weight{l.q, l.k, l.v, l.o, l.gate, l.up, l.down} {
 			freeW(w)

@@ -345,8 +345,8 @@ func TestSplitPlanBytesEqualDriverAllocations(t *testing.T) {
 						t.Errorf("driver layers %d + head %d + KV %d + plan scratch %d = %d bytes, plan's split %d", b.Layers, b.Head, b.KV, p.Scratch.Total, got, sp.GPUBytes)
 					}
 				}
-				if b.Weights != b.Layers+b.Head+b.Other {
-					t.Errorf("driver weights %d bytes, layers %d + head %d + rope factors %d", b.Weights, b.Layers, b.Head, b.Other)
+				if b.Weights != b.Layers+b.Head {
+					t.Errorf("driver weights %d bytes, layers %d + head %d", b.Weights, b.Layers, b.Head)
 				}
 			}
 		})
