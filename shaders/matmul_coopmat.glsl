@@ -2,10 +2,12 @@
 // Y[t][r] (+)= sum_k W[r][k] * X[t][k] for rows r < N and tokens t < M, as C = A·B with
 // A = W (rows x K), B[k][t] = X[t][k] (X row-major is B column-major) and C (rows x tokens).
 // One workgroup of 4 subgroups of 32 threads computes a 64-row x 64-token tile of C: each
-// subgroup a 32x32 quarter as 2x2 16x16x16 fp16 products accumulated in fp32. Per 32-element
-// step of K, threads 0..63 dequantize one 32-element unit of one weight row each (dq32 from
-// dequant.glsl) into shared memory as fp16, all 128 threads load the 64 tokens' 32
-// activations as fp16, and the subgroups multiply the two 16-deep halves. Rows past N and
+// subgroup a 32x32 quarter as 2x2 16x16x16 fp16 products accumulated in fp32. Per 64-element
+// step of K, each of the 128 threads dequantizes one 32-element unit of one weight row (dq32
+// from dequant.glsl) into shared memory as fp16, all threads load the 64 tokens' 64
+// activations as fp16, and the subgroups multiply the four 16-deep slices (two barriers per
+// 16 products; with 32-element steps and half the threads idle in dequantization it was two
+// per 8). Rows past N and
 // tokens past M are zeros. The fp32 tile goes through shared memory to Y with bounds checks
 // (and the accumulate flag). The including shader defines one weight type (see dequant.glsl);
 // K is a multiple of 32 for every type.
@@ -31,8 +33,8 @@ layout(push_constant) uniform P {
 
 const uint BM = 64u;      // rows per workgroup
 const uint BN = 64u;      // tokens per workgroup
-const uint BK = 32u;      // K per shared-memory step (one dequantization unit)
-const uint SK = BK + 8u;  // padded shared row stride in halves (80 bytes, 16-byte aligned)
+const uint BK = 64u;      // K per shared-memory step (two dequantization units)
+const uint SK = BK + 8u;  // padded shared row stride in halves (144 bytes, 16-byte aligned)
 const uint SC = BM + 4u;  // padded stride of the fp32 output tile
 
 shared float16_t sa[BM * SK]; // weights: row r at r*SK (row-major A)
@@ -53,25 +55,26 @@ void main() {
             acc[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
 
     uint units = p.K / 32u;
-    uint row = r0 + tid; // the row threads 0..63 dequantize
+    uint rr = tid & (BM - 1u), hh = tid / BM; // the row and the unit of the step this thread dequantizes
+    uint row = r0 + rr;
     uint rowBase = row * (p.K / BLOCK_ELEMS) * BLOCK_BYTES;
     float v[32];
-    for (uint u = 0u; u < units; u++) {
+    for (uint u0 = 0u; u0 < units; u0 += BK / 32u) {
         barrier(); // the previous step's products have read sa/sb
-        if (tid < BM) {
-            if (row < p.N) {
-                dq32(rowBase + (u / UNITS_PER_BLOCK) * BLOCK_BYTES, u % UNITS_PER_BLOCK, v);
-            } else {
-                [[unroll]] for (uint i = 0u; i < 32u; i++) v[i] = 0.0;
-            }
-            [[unroll]] for (uint i = 0u; i < 32u; i++) sa[tid * SK + i] = float16_t(v[i]);
+        uint u = u0 + hh;
+        if (row < p.N && u < units) {
+            dq32(rowBase + (u / UNITS_PER_BLOCK) * BLOCK_BYTES, u % UNITS_PER_BLOCK, v);
+        } else {
+            [[unroll]] for (uint i = 0u; i < 32u; i++) v[i] = 0.0;
         }
-        // 64 tokens x 32 activations: 32 consecutive threads read one token's 32 floats.
+        [[unroll]] for (uint i = 0u; i < 32u; i++) sa[rr * SK + hh * 32u + i] = float16_t(v[i]);
+        // 64 tokens x 64 activations: 64 consecutive threads read one token's 64 floats.
+        uint kbase = u0 * 32u;
         [[unroll]] for (uint j = 0u; j < (BN * BK) / 128u; j++) {
             uint idx = tid + 128u * j;
             uint t = idx / BK, kk = idx % BK;
             float xv = 0.0;
-            if (t0 + t < p.M) xv = x[(t0 + t) * p.xStride + u * BK + kk];
+            if (t0 + t < p.M && kbase + kk < p.K) xv = x[(t0 + t) * p.xStride + kbase + kk];
             sb[t * SK + kk] = float16_t(xv);
         }
         barrier();

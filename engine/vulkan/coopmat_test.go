@@ -93,13 +93,17 @@ func roundF16(v float32) float64 { return float64(quant.F16ToF32(quant.F32ToF16(
 func TestCoopmatGEMMMatchesReferenceForEveryWeightType(t *testing.T) {
 	c := ctxOrSkip(t)
 	coopmatOrSkip(t, c)
-	const k, n = 512, 100
+	const n = 100
 	for _, typ := range weightTypes {
 		if typ == quant.F32 || llamaOrderTypes[typ] {
 			continue // not on this tier
 		}
-		for _, m := range []int{9, 70} {
-			t.Run(fmt.Sprintf("%v/tokens%d", typ, m), func(t *testing.T) {
+		for _, tc := range []struct{ k, m int }{{512, 9}, {512, 70}, {96, 33}} {
+			k, m := tc.k, tc.m
+			if k%blockElems(typ) != 0 {
+				continue // 96 (three 32-element units: a K step half filled) only for 32-element blocks
+			}
+			t.Run(fmt.Sprintf("%v/k%d/tokens%d", typ, k, m), func(t *testing.T) {
 				if !c.usesCoopmat(typ, k, m) {
 					t.Fatalf("%v with %d tokens does not take the cooperative-matrix tier", typ, m)
 				}
