@@ -232,10 +232,9 @@ func (c *Context) gemmSelects() string {
 // usesCoopmat reports whether a matmul of m tokens with weights of type t and rows of k
 // elements runs on the cooperative-matrix tier. F32 weights stay on the shared-memory tier:
 // an f32 model asks for f32 numerics, and fp16 tiles would round its weights. Q4_0 and Q8_0
-// take the exact tier (see llamaOrderTypes), and short K-quant batches the short-prompt kernel
-// (usesShortBatch).
+// stay there too (see llamaOrderTypes).
 func (c *Context) usesCoopmat(t quant.Type, k, m int) bool {
-	return c.gemm == gemmCoopmat && m > 1 && k%32 == 0 && t != quant.F32 && !llamaOrderTypes[t] && !usesShortBatch(t, m)
+	return c.gemm == gemmCoopmat && m > 1 && k%32 == 0 && t != quant.F32 && !llamaOrderTypes[t]
 }
 
 // llamaOrderTypes are the weight types whose products every tier computes in llama.cpp's CPU

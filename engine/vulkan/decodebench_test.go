@@ -78,9 +78,9 @@ func BenchmarkDecodeMatvec(b *testing.B) {
 	}
 }
 
-// BenchmarkShortPromptProducts times a 14336x4096 product for few tokens (1-8 take the
-// decode-layout kernels, 9 and more a GEMM tier), GPU time from timestamps over 16 products per
-// submit. Run on a real GPU: -test.run '^$' -test.bench ShortPrompt -test.benchtime 3x.
+// BenchmarkShortPromptProducts times a 14336x4096 product for few tokens (1 takes the decode
+// kernel, more a GEMM tier), GPU time from timestamps over 16 products per submit: what a short
+// chat turn's prompt costs. Run on a real GPU: -test.run '^$' -test.bench ShortPrompt -test.benchtime 3x.
 func BenchmarkShortPromptProducts(b *testing.B) {
 	testCtxOnce.Do(func() {
 		testCtx, testCtxErr = Open(Options{Device: -1, Validate: true, Quiet: true})

@@ -121,11 +121,8 @@ func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride in
 		return
 	}
 	name := "matmul_" + suf // 8 tokens per workgroup
-	switch {
-	case m == 1:
+	if m == 1 {
 		name = "matvec_" + suf // the single-token variant: no per-token branches
-	case usesShortBatch(t, m):
-		name = "matvec8_" + suf
 	}
 	kern := s.kernel(name, 3, 32)
 	if kern == nil {
@@ -139,15 +136,6 @@ func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride in
 	}
 	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(m), uint32(xStride), uint32(yStride), gx, acc, uint32(lanes)),
 		gx, gy, uint32((m+7)/8), w, x, y) // m == 1: one z group
-}
-
-// usesShortBatch reports whether a product of m tokens with weights of type t takes the
-// short-prompt kernel (shaders/matvec_k.glsl with 8 tokens): K-quant weights and 2-8 tokens,
-// where the decode kernel's layout reads each weight slot once for all the tokens. A GEMM
-// tile of 64 tokens costs the same for 5 tokens as for 64 (on the H200 a 5-token prompt of an
-// 8B Q4_K model spent 52 ms in its products on the cooperative-matrix tier).
-func usesShortBatch(t quant.Type, m int) bool {
-	return m >= 2 && m <= 8 && (t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K)
 }
 
 // Embed records X[t][:] = row ids[t] of the k-element table W for m tokens. W holds rows

@@ -97,7 +97,7 @@ func TestMatMulMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	t.Cleanup(func() { c.gemm = prev })
 	const k, n = 512, 37
 	for _, typ := range weightTypes {
-		for _, tc := range []struct{ m, lanes int }{{1, 0}, {1, 16}, {5, 0}, {8, 16}, {11, 0}} {
+		for _, tc := range []struct{ m, lanes int }{{1, 0}, {1, 16}, {11, 0}} {
 			m := tc.m
 			name := fmt.Sprintf("%v/tokens%d", typ, m)
 			if tc.lanes != 0 {
