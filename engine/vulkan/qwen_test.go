@@ -46,10 +46,11 @@ var qwenPrompt = []int{1, 262, 300, 275, 307, 260, 310, 290, 259}
 // The qwen2 (Q/K/V biases) and qwen3 (per-head Q/K RMSNorm) blocks on the device give the CPU
 // reference's logits at every prompt position and over 16 greedy decode steps, and the same
 // greedy tokens up to a near-tie (a CPU top-2 gap under the tolerance), for every weight type
-// of the random models, within the llama tests' tolerances: f32/f16 weights differ from the CPU only by float summation order (0.02; measured
-// ≤ 0.008, as llama's), Q8_0 and Q4_0 equal it bit for bit on every device (llama.cpp's order,
-// correctly rounded division and square root), and Q4_K, whose dot products are not summed in
-// the CPU's order, within one activation-rounding flip (0.25; measured ≤ 0.24, llama's alike).
+// of the random models, within the llama tests' tolerances: f32/f16 weights differ from the CPU
+// only by float summation order (0.02; measured ≤ 0.008, as llama's), Q8_0 and Q4_0 equal it
+// bit for bit on every device (llama.cpp's order, correctly rounded division and square root),
+// and Q4_K, whose dot products are not summed in the CPU's order, within one
+// activation-rounding flip (0.25; measured ≤ 0.24, llama's alike).
 func TestResidentQwenEqualsCPUReference(t *testing.T) {
 	c := ctxOrSkip(t)
 	prev := c.gemm
