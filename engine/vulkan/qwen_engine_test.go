@@ -8,7 +8,6 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/engine/gguf"
-	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/plan"
 	"github.com/vkllm/vkllm/engine/plan/planinput"
@@ -151,51 +150,4 @@ func equalTokens(a, b []int) bool {
 		}
 	}
 	return true
-}
-
-// The resident plan and the driver count the same bytes for qwen models too: the biases and
-// head norms the driver uploads are the file's tensors the plan sums.
-func TestPlanBytesEqualDriverAllocationsForQwen(t *testing.T) {
-	devs, err := vulkan.Devices()
-	if err != nil {
-		t.Skipf("no Vulkan here: %v", err)
-	}
-	t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
-	for _, arch := range []string{"qwen2", "qwen3"} {
-		t.Run(arch, func(t *testing.T) {
-			b, err := modeltest.Bytes(modeltest.Small(arch, quant.Q4_K, 9))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := gguf.OpenBytes(arch+".gguf", b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			m, err := model.Load(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := planinput.ForDevice(f, devs[0], 0, 64, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := vulkan.Open(vulkan.Options{Device: 0, Quiet: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := vulkan.NewResident(c, m, vulkan.ResidentOptions{Context: p.Ctx.Chosen, OwnContext: true})
-			if err != nil {
-				c.Close()
-				t.Fatal(err)
-			}
-			defer r.Close()
-			if int64(r.Bytes.Weights) != p.Weights.Bytes {
-				t.Errorf("weights: driver %d bytes, plan %d", r.Bytes.Weights, p.Weights.Bytes)
-			}
-			if int64(r.Bytes.KV) != p.KVBytes {
-				t.Errorf("KV at ctx %d: driver %d bytes, plan %d", p.Ctx.Chosen, r.Bytes.KV, p.KVBytes)
-			}
-		})
-	}
 }

@@ -29,6 +29,8 @@ type Spec struct {
 	Context int
 	Seed    uint64
 	Tied    bool // no output.weight: the head reuses token_embd.weight
+	// RopeFactors adds llama 3.1's rope_freqs.weight (one positive factor per rotated pair).
+	RopeFactors bool
 
 	// WithVocab writes a small SentencePiece vocabulary (specials, byte tokens, then words) so
 	// the file can be loaded by the engine, and ChatTemplate (if set) as tokenizer.chat_template.
@@ -149,6 +151,11 @@ func build(s Spec) (*gguf.Writer, error) {
 	}
 	if err := vec("output_norm.weight", s.Dim, 0.1, 1); err != nil {
 		return nil, err
+	}
+	if s.RopeFactors {
+		if err := vec("rope_freqs.weight", hd/2, 0.2, 1.5); err != nil {
+			return nil, err
+		}
 	}
 	if !s.Tied {
 		// a larger head scale makes the output distribution peaky, as trained models are

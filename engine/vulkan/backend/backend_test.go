@@ -10,7 +10,9 @@ import (
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/plan/planinput"
+	"github.com/vkllm/vkllm/engine/quant"
 	"github.com/vkllm/vkllm/engine/vulkan"
 )
 
@@ -83,26 +85,62 @@ func TestDeclinesUnderATightPin(t *testing.T) {
 }
 
 // The plan and the driver walk the same tensors: the weight and KV bytes the plan counts are
-// the bytes the driver allocates.
+// the bytes the driver allocates, for the shared models and for random qwen2/qwen3 models
+// (biases, head norms) and a llama model with rope_freqs (which stays on the host).
 func TestPlanBytesEqualDriverAllocations(t *testing.T) {
 	vulkanOrSkip(t)
-	for _, name := range []string{"stories260K", "rand-llama-q4_0", "rand-llama-f16"} {
-		t.Run(name, func(t *testing.T) {
+	devs, err := vulkan.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
+	synth := func(s modeltest.Spec) func(t *testing.T) *gguf.File {
+		return func(t *testing.T) *gguf.File {
+			b, err := modeltest.Bytes(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.OpenBytes(s.Arch+".gguf", b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	shared := func(name string) func(t *testing.T) *gguf.File {
+		return func(t *testing.T) *gguf.File {
 			f, err := gguf.Open(filepath.Join(sharedDir, "models", name+".gguf"))
 			if err != nil {
 				t.Skipf("shared model not available: %v", err)
 			}
+			return f
+		}
+	}
+	roped := modeltest.Small("llama", quant.Q4_0, 5)
+	roped.RopeFactors = true
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) *gguf.File
+		ctx  int
+	}{
+		{"stories260K", shared("stories260K"), 256},
+		{"rand-llama-q4_0", shared("rand-llama-q4_0"), 256},
+		{"rand-llama-f16", shared("rand-llama-f16"), 256},
+		{"qwen2-Q4_K", synth(modeltest.Small("qwen2", quant.Q4_K, 9)), 64},
+		{"qwen3-Q4_K", synth(modeltest.Small("qwen3", quant.Q4_K, 9)), 64},
+		{"llama-rope_freqs", synth(roped), 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.open(t)
 			defer f.Close()
 			m, err := model.Load(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			devs, err := vulkan.Devices()
-			if err != nil {
-				t.Fatal(err)
+			if tc.name == "llama-rope_freqs" && m.Hyper.Rope.Factors == nil {
+				t.Fatal("the model's rope_freqs.weight did not load")
 			}
-			t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
-			p, err := planinput.ForDevice(f, devs[0], 0, 256, false)
+			p, err := planinput.ForDevice(f, devs[0], 0, tc.ctx, false)
 			if err != nil {
 				t.Fatal(err)
 			}
