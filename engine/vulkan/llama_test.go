@@ -12,6 +12,8 @@ import (
 	"github.com/vkllm/vkllm/engine/cpu"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
+	"github.com/vkllm/vkllm/engine/quant"
 )
 
 const sharedDir = "../../../shared"
@@ -327,5 +329,55 @@ func TestResidentPrefillAcrossWindowsEqualsOneWindow(t *testing.T) {
 		if d := math.Abs(float64(results[0][i] - results[1][i])); d > 1e-3 {
 			t.Fatalf("logit %d (token %d): one window %v, windows of 4 %v", i, i/m.Hyper.VocabSize, results[0][i], results[1][i])
 		}
+	}
+}
+
+// A llama 3.1-style model with rope frequency factors (rope_freqs.weight, applied on the host
+// when the rope angles are computed) gives the CPU reference's logits bit for bit with Q8_0
+// weights, at every prompt position and over 12 decode steps.
+func TestResidentRopeFactorsEqualCPUReference(t *testing.T) {
+	c := ctxOrSkip(t)
+	spec := modeltest.Small("llama", quant.Q8_0, 13)
+	spec.RopeFactors = true
+	m := specModel(t, spec)
+	if m.Hyper.Rope.Factors == nil {
+		t.Fatal("rope_freqs.weight did not load")
+	}
+	r, err := NewResident(c, m, ResidentOptions{Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cr, err := cpu.New(m, cpu.Options{Threads: 1, Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cr.Close()
+	prompt := []int{1, 262, 300, 275, 307, 260, 310, 290, 259}
+	got, err := r.Eval(prompt, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := cr.Eval(prompt, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(got, want); d != 0 {
+		t.Fatalf("prefill logits differ by %g", d)
+	}
+	vocab := m.Hyper.VocabSize
+	tok := argmax(want[len(want)-vocab:])
+	for step := range 12 {
+		pos := len(prompt) + step
+		if got, err = r.Eval([]int{tok}, pos, false); err != nil {
+			t.Fatal(err)
+		}
+		if want, err = cr.Eval([]int{tok}, pos, false); err != nil {
+			t.Fatal(err)
+		}
+		if d := maxDiff(got, want); d != 0 {
+			t.Fatalf("step %d (position %d): logits differ by %g", step, pos, d)
+		}
+		tok = argmax(want)
 	}
 }

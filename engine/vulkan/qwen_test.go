@@ -15,11 +15,17 @@ import (
 // randomModel loads the tiny random model of modeltest.Small(arch, typ, seed).
 func randomModel(t *testing.T, arch string, typ quant.Type, seed uint64) *model.Model {
 	t.Helper()
-	b, err := modeltest.Bytes(modeltest.Small(arch, typ, seed))
+	return specModel(t, modeltest.Small(arch, typ, seed))
+}
+
+// specModel loads the random model of spec s.
+func specModel(t *testing.T, s modeltest.Spec) *model.Model {
+	t.Helper()
+	b, err := modeltest.Bytes(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.OpenBytes(fmt.Sprintf("rand-%s-%v.gguf", arch, typ), b)
+	f, err := gguf.OpenBytes(fmt.Sprintf("rand-%s-%v.gguf", s.Arch, s.Type), b)
 	if err != nil {
 		t.Fatal(err)
 	}
