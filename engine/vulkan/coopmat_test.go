@@ -178,65 +178,23 @@ func randomQ4K(rng *rand.Rand, blocks int) []byte {
 // (GPU time from timestamps, 8 GEMMs per submit) and reports the speedup that
 // coopmatAbsentCost quotes. Run: -test.run '^$' -test.bench PrefillGEMMTiers -test.benchtime 3x.
 func BenchmarkPrefillGEMMTiers(b *testing.B) {
-	testCtxOnce.Do(func() {
-		testCtx, testCtxErr = Open(Options{Device: -1, Validate: true, Quiet: true})
-	})
-	if testCtxErr != nil {
-		b.Skipf("no Vulkan context: %v", testCtxErr)
-	}
-	c := testCtx
+	c := ctxOrSkip(b)
 	if c.gemm == gemmShared {
 		b.Skipf("device has no usable cooperative-matrix tier: %s", c.gemmReason)
 	}
 	const k, n, m, reps = 4096, 4096, 512, 8
 	rng := rand.New(rand.NewSource(1))
-	wq := randomQ4K(rng, n*k/256)
-	buf := func(data []byte) *Buffer {
-		bb, err := c.NewBuffer(uint64(len(data)), false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := bb.Write(0, data); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(bb.Free)
-		return bb
-	}
-	wb := buf(wq)
-	xb := buf(f32Bytes(randVec(rng, k*m, 1)))
-	yb := buf(make([]byte, 4*n*m))
+	wb := benchBuffer(b, c, randomQ4K(rng, n*k/256))
+	xb := benchBuffer(b, c, f32Bytes(randVec(rng, k*m, 1)))
+	yb := benchBuffer(b, c, make([]byte, 4*n*m))
 	ms := map[gemmTier]float64{}
 	for _, tier := range []gemmTier{gemmShared, gemmCoopmat} {
 		prev := c.gemm
-		c.gemm = tier
-		s, err := c.NewSeq()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := s.EnableTimestamps(2); err != nil {
-			b.Fatal(err)
-		}
-		s.Stamp("start")
-		for i := 0; i < reps; i++ {
+		c.gemm = tier // read while recording
+		best := bestNsPerRep(b, c, reps, func(s *Seq) {
 			s.MatMul(quant.Q4_K, wb.All(), xb.All(), yb.All(), k, n, m, k, n, false)
-			s.Barrier()
-		}
-		s.Stamp("gemm")
+		}) / 1e6
 		c.gemm = prev
-		best := math.Inf(1)
-		for i := 0; i < b.N+1; i++ { // the first run warms the pipeline
-			if err := s.Run(); err != nil {
-				b.Fatal(err)
-			}
-			tm, err := s.Timings()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if i > 0 {
-				best = math.Min(best, tm["gemm"]/1e6/reps)
-			}
-		}
-		s.Free()
 		ms[tier] = best
 		b.Logf("%v tier: %.3f ms per 4096x4096 Q4_K x 512 GEMM (%.1f TFLOP/s)", tier, best, 2*k*n*m/best/1e9)
 	}

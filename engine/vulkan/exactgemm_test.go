@@ -2,10 +2,8 @@ package vulkan
 
 import (
 	"fmt"
-	"math"
 	"math/rand"
 	"testing"
-	"time"
 
 	"github.com/vkllm/vkllm/engine/quant"
 )
@@ -163,13 +161,7 @@ func recordSharedQ8Block(s *Seq, t quant.Type, w, x, y Binding, k, n, m int) {
 // cases are the H200 measurement; the small case is for CPU implementations (lavapipe).
 // Run: go test -run '^$' -bench ExactGEMM/q4_0/4096 -benchtime 3x ./engine/vulkan/
 func BenchmarkExactGEMM(b *testing.B) {
-	testCtxOnce.Do(func() {
-		testCtx, testCtxErr = Open(Options{Device: -1, Validate: true, Quiet: true})
-	})
-	if testCtxErr != nil {
-		b.Skipf("no Vulkan context: %v", testCtxErr)
-	}
-	c := testCtx
+	c := ctxOrSkip(b)
 	for _, bc := range []struct {
 		typ     quant.Type
 		k, n, m int
@@ -190,17 +182,7 @@ func BenchmarkExactGEMM(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			buf := func(data []byte) *Buffer {
-				bb, err := c.NewBuffer(uint64(len(data)), false)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := bb.Write(0, data); err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(bb.Free)
-				return bb
-			}
+			buf := func(data []byte) *Buffer { return benchBuffer(b, c, data) }
 			x := randVec(rng, k*m, 1)
 			xr := make([]float32, len(x))
 			for tok := 0; tok < m; tok++ {
@@ -213,43 +195,13 @@ func BenchmarkExactGEMM(b *testing.B) {
 			ye, ys := buf(make([]byte, 4*n*m)), buf(make([]byte, 4*n*m))
 			ms := map[string]float64{}
 			for _, tier := range []string{"shared", "exact"} {
-				s, err := c.NewSeq()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := s.EnableTimestamps(2); err != nil {
-					b.Fatal(err)
-				}
-				s.Stamp("start")
-				for i := 0; i < bc.reps; i++ {
+				best := bestNsPerRep(b, c, bc.reps, func(s *Seq) {
 					if tier == "exact" {
 						s.MatMul(bc.typ, wb.All(), xb.All(), ye.All(), k, n, m, k, n, false)
 					} else {
 						recordSharedQ8Block(s, bc.typ, wb.All(), xb.All(), ys.All(), k, n, m)
 					}
-					s.Barrier()
-				}
-				s.Stamp("gemm")
-				best := math.Inf(1)
-				for i := 0; i < b.N+1; i++ { // the first run warms the pipeline
-					start := time.Now()
-					if err := s.Run(); err != nil {
-						b.Fatal(err)
-					}
-					wall := float64(time.Since(start).Nanoseconds())
-					tm, err := s.Timings()
-					if err != nil {
-						b.Fatal(err)
-					}
-					ns, ok := tm["gemm"]
-					if !ok {
-						ns = wall
-					}
-					if i > 0 {
-						best = math.Min(best, ns/1e6/float64(bc.reps))
-					}
-				}
-				s.Free()
+				}) / 1e6
 				ms[tier] = best
 				b.Logf("%s tier: %.3f ms per %dx%d %v x %d-token GEMM (%.1f GMAC/s)", tier, best, k, n, bc.typ, m, float64(k*n*m)/best/1e6)
 			}

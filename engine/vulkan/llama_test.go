@@ -64,6 +64,23 @@ func loadShared(t *testing.T, name string) *model.Model {
 	return m
 }
 
+// residentAndCPU opens the resident driver and the single-threaded CPU reference on m with a
+// context of ctx positions, both closed when the test ends.
+func residentAndCPU(t *testing.T, c *Context, m *model.Model, ctx int) (*Resident, *cpu.Runner) {
+	t.Helper()
+	r, err := NewResident(c, m, ResidentOptions{Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	cr, err := cpu.New(m, cpu.Options{Threads: 1, Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cr.Close() })
+	return r, cr
+}
+
 func argmax(v []float32) int {
 	best := 0
 	for i, x := range v {
@@ -172,16 +189,7 @@ func TestResidentPrefillDecodeAndCPUAgree(t *testing.T) {
 	c.gemm = gemmShared
 	t.Cleanup(func() { c.gemm = prev })
 	m := loadShared(t, "rand-llama-q8_0")
-	r, err := NewResident(c, m, ResidentOptions{Context: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cr, err := cpu.New(m, cpu.Options{Threads: 1, Context: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cr.Close()
+	r, cr := residentAndCPU(t, c, m, 64)
 	tokens := []int{1, 450, 3290, 17, 2001, 99, 7, 3000, 12}
 	vocab := m.Hyper.VocabSize
 	batched, err := r.Eval(tokens, 0, true)
@@ -263,16 +271,7 @@ func TestResidentQuantizedEqualsCPUReference(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := loadShared(t, name)
 			ref := readRef(t, name)
-			r, err := NewResident(c, m, ResidentOptions{Context: 96})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			cr, err := cpu.New(m, cpu.Options{Threads: 1, Context: 96})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cr.Close()
+			r, cr := residentAndCPU(t, c, m, 96)
 			const tol = 0.0
 			// the longest prompt (44 tokens: two CPU batches, rope angles past position 60)
 			rc := ref[0]
@@ -343,16 +342,7 @@ func TestResidentRopeFactorsEqualCPUReference(t *testing.T) {
 	if m.Hyper.Rope.Factors == nil {
 		t.Fatal("rope_freqs.weight did not load")
 	}
-	r, err := NewResident(c, m, ResidentOptions{Context: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cr, err := cpu.New(m, cpu.Options{Threads: 1, Context: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cr.Close()
+	r, cr := residentAndCPU(t, c, m, 64)
 	prompt := []int{1, 262, 300, 275, 307, 260, 310, 290, 259}
 	got, err := r.Eval(prompt, 0, true)
 	if err != nil {

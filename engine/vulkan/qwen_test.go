@@ -5,7 +5,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/cpu"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
@@ -77,16 +76,7 @@ func TestResidentQwenEqualsCPUReference(t *testing.T) {
 				case typ == quant.Q8_0 || typ == quant.Q4_0:
 					tol = 0
 				}
-				r, err := NewResident(c, m, ResidentOptions{Context: 64})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
-				cr, err := cpu.New(m, cpu.Options{Threads: 1, Context: 64})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cr.Close()
+				r, cr := residentAndCPU(t, c, m, 64)
 				got, err := r.Eval(qwenPrompt, 0, true)
 				if err != nil {
 					t.Fatal(err)
