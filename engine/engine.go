@@ -48,6 +48,7 @@ type ModelInfo struct {
 	Backend       string `json:"backend"`   // "cpu", "vulkan"
 	Placement     string `json:"placement"` // "resident", "split L of M", "cpu"
 	HasTemplate   bool   `json:"has_chat_template"`
+	CPUReason     string `json:"cpu_reason,omitempty"` // on the CPU: why, one sentence for the user (a setting, no device, the plan's verdict); "" on a GPU
 }
 
 // Message is one chat turn.

@@ -68,6 +68,16 @@ func RegisterGPUBackend(name string, b GPUBackend) {
 	gpuName, gpuBackend = name, b
 }
 
+// GPUBackendName is the name of the GPU backend this binary registered ("vulkan" where it links
+// engine/vulkan/backend), or "" when none is built in and every model runs on the CPU.
+func GPUBackendName() string {
+	name, b := registeredGPU()
+	if b == nil {
+		return ""
+	}
+	return name
+}
+
 func registeredGPU() (string, GPUBackend) {
 	gpuMu.Lock()
 	defer gpuMu.Unlock()
@@ -125,8 +135,9 @@ func build(ctx context.Context, f *gguf.File, opts LoadOptions) (*Engine, error)
 	e.template, _ = chat.Template(f)
 	e.info = describe(f, m, opts.Path)
 
+	reason := cpuReason(BackendCPU, true, "")
 	if opts.Backend != BackendCPU {
-		gr, ok, err := tryGPU(ctx, f, m, opts)
+		gr, ok, why, err := tryGPU(ctx, f, m, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -135,6 +146,7 @@ func build(ctx context.Context, f *gguf.File, opts LoadOptions) (*Engine, error)
 			e.info.Backend, e.info.Placement, e.info.Context = gr.Backend, gr.Placement, gr.Context
 			return e, nil
 		}
+		reason = why
 	}
 	r, err := cpu.New(m, cpu.Options{Threads: opts.Threads, Context: opts.Context})
 	if err != nil {
@@ -142,36 +154,38 @@ func build(ctx context.Context, f *gguf.File, opts LoadOptions) (*Engine, error)
 	}
 	e.runner = r
 	e.info.Backend, e.info.Placement, e.info.Context = "cpu", "cpu", r.Context()
+	e.info.CPUReason = reason
 	slog.Debug("cpu backend ready", "threads", r.Threads(), "ctx", r.Context(), "kv", "f16")
 	return e, nil
 }
 
 // tryGPU offers the model to the registered GPU backend. ok is false when the CPU should take
-// it (auto mode only); err is set when the load must fail.
-func tryGPU(ctx context.Context, f *gguf.File, m *model.Model, opts LoadOptions) (GPURunner, bool, error) {
+// it (auto mode only), and why then says so in a sentence for the user (ModelInfo.CPUReason);
+// err is set when the load must fail.
+func tryGPU(ctx context.Context, f *gguf.File, m *model.Model, opts LoadOptions) (gr GPURunner, ok bool, why string, err error) {
 	name, b := registeredGPU()
 	if b == nil {
 		if opts.Backend == BackendGPU {
-			return GPURunner{}, false, errors.New("no GPU backend is built into this binary; use --cpu")
+			return GPURunner{}, false, "", errors.New("no GPU backend is built into this binary; use --cpu")
 		}
 		slog.Info("running on the CPU", "reason", "no GPU backend is built into this binary")
-		return GPURunner{}, false, nil
+		return GPURunner{}, false, cpuReason(opts.Backend, false, ""), nil
 	}
-	gr, err := b(ctx, f, m, opts)
+	gr, err = b(ctx, f, m, opts)
 	switch {
 	case err == nil:
 		if gr.Runner == nil {
-			return GPURunner{}, false, fmt.Errorf("%s backend returned no runner", name)
+			return GPURunner{}, false, "", fmt.Errorf("%s backend returned no runner", name)
 		}
 		if gr.Backend == "" {
 			gr.Backend = name
 		}
-		return gr, true, nil
+		return gr, true, "", nil
 	case errors.Is(err, ErrGPUDeclined) && opts.Backend == BackendAuto:
 		slog.Info("running on the CPU", "reason", err.Error(), "gpu_backend", name)
-		return GPURunner{}, false, nil
+		return GPURunner{}, false, cpuReason(opts.Backend, true, err.Error()), nil
 	default:
-		return GPURunner{}, false, fmt.Errorf("%s backend: %w", name, err)
+		return GPURunner{}, false, "", fmt.Errorf("%s backend: %w", name, err)
 	}
 }
 
