@@ -13,6 +13,9 @@ import (
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/engine/bench"
 	"github.com/vkllm/vkllm/engine/config"
+	// The Vulkan resident driver registers itself with engine.Load, as in the CLI: the sidecar
+	// (`vkllm-app serve`) runs on the GPU when the plan arms. main_test.go fails without it.
+	_ "github.com/vkllm/vkllm/engine/vulkan/backend"
 	"github.com/vkllm/vkllm/sidecar"
 	"github.com/vkllm/vkllm/store"
 )
