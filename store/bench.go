@@ -57,9 +57,10 @@ type BenchRun struct {
 	PlanSource        string `json:"plan_source"`
 	PlanPinMB         int    `json:"plan_pin_mb"`
 
-	Test     string  `json:"test"` // "pp512", "tg128"
+	Test     string  `json:"test"` // "pp512", "tg128", "tg128 @ d4096"
 	NPrompt  int     `json:"n_prompt"`
 	NGen     int     `json:"n_gen"`
+	NDepth   int     `json:"n_depth"` // tokens already in the cache when the test ran (llama-bench's -d)
 	Reps     int     `json:"reps"`
 	Warmup   int     `json:"warmup"`
 	AvgNs    int64   `json:"avg_ns"`
@@ -67,6 +68,7 @@ type BenchRun struct {
 	AvgTS    float64 `json:"avg_ts"`
 	StddevTS float64 `json:"stddev_ts"`
 	TTFTNs   int64   `json:"ttft_ns"`
+	LoadNs   int64   `json:"load_ns"` // the model's load before the run, file to ready; 0 = not timed
 
 	Samples []BenchSample `json:"samples"`
 }
@@ -89,7 +91,7 @@ const benchColumns = `id, created_at_ms, source, status, error, backend, gpu_key
 	gpu_uuid, driver_name, driver_version, vulkan_api, hostname, os, kernel, cpu, ram_bytes, threads,
 	engine_version, engine_commit, model_file, model_sha256, model_arch, model_type, model_params, model_quant,
 	model_size, context, placement, plan_verdict, plan_headroom_bytes, plan_source, plan_pin_mb, test,
-	n_prompt, n_gen, reps, warmup, avg_ns, stddev_ns, avg_ts, stddev_ts, ttft_ns`
+	n_prompt, n_gen, reps, warmup, avg_ns, stddev_ns, avg_ts, stddev_ts, ttft_ns, n_depth, load_ns`
 
 // fields lists pointers to r's columns in benchColumns order.
 func (r *BenchRun) fields() []any {
@@ -98,7 +100,7 @@ func (r *BenchRun) fields() []any {
 		&r.OS, &r.Kernel, &r.CPU, &r.RAMBytes, &r.Threads, &r.EngineVersion, &r.EngineCommit, &r.ModelFile,
 		&r.ModelSHA256, &r.ModelArch, &r.ModelType, &r.ModelParams, &r.ModelQuant, &r.ModelSize, &r.Context,
 		&r.Placement, &r.PlanVerdict, &r.PlanHeadroomBytes, &r.PlanSource, &r.PlanPinMB, &r.Test, &r.NPrompt,
-		&r.NGen, &r.Reps, &r.Warmup, &r.AvgNs, &r.StddevNs, &r.AvgTS, &r.StddevTS, &r.TTFTNs}
+		&r.NGen, &r.Reps, &r.Warmup, &r.AvgNs, &r.StddevNs, &r.AvgTS, &r.StddevTS, &r.TTFTNs, &r.NDepth, &r.LoadNs}
 }
 
 // SaveBenchRun stores a run and its samples in one transaction and returns its id. A failed or

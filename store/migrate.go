@@ -126,6 +126,12 @@ CREATE TABLE messages (
 );
 CREATE INDEX messages_conversation ON messages(conversation_id, id);
 `,
+	// 2: bench runs at depth (llama-bench's -d) and the model's load time. Rows from before
+	// keep their values and read as depth 0, load not timed.
+	`
+ALTER TABLE bench_runs ADD COLUMN n_depth INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE bench_runs ADD COLUMN load_ns INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

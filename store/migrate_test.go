@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"path/filepath"
+	"testing"
+)
+
+// writeSchemaV1 makes a database as a vkllm of schema version 1 left it, with one bench run.
+func writeSchemaV1(t *testing.T, dir string) {
+	t.Helper()
+	dsn := "file:" + (&url.URL{Path: filepath.Join(dir, FileName)}).EscapedPath() + "?_journal_mode=WAL"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at_ms INTEGER NOT NULL)`,
+		migrations[0],
+		`INSERT INTO schema_version(version, applied_at_ms) VALUES (1, 0)`,
+		`INSERT INTO bench_runs(id, created_at_ms, source, status, gpu_name, model_file, test, n_prompt, reps, warmup, avg_ns, avg_ts, ttft_ns)
+		 VALUES (7, 1700000000000, 'vkllm', 'ok', 'NVIDIA H200', 'old.gguf', 'pp512', 512, 5, 1, 100000000, 5120.5, 100000000)`,
+		`INSERT INTO bench_samples(run_id, rep, ns, tokens_per_sec) VALUES (7, 1, 100000000, 5120.5)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("schema 1 setup: %v", err)
+		}
+	}
+}
+
+func TestMigrationToDepthAndLoadKeepsEarlierBenchRuns(t *testing.T) {
+	dir := t.TempDir()
+	writeSchemaV1(t, dir)
+	s := openTemp(t, dir)
+	ctx := context.Background()
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v < 2 {
+		t.Fatalf("version after open: %d, %v; want %d (>= 2)", v, err, SchemaVersion())
+	}
+	runs, err := s.ListBenchRuns(ctx, BenchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("%d runs after the migration, want the 1 from before", len(runs))
+	}
+	old := runs[0]
+	if old.ID != 7 || old.Test != "pp512" || old.GPUName != "NVIDIA H200" || old.ModelFile != "old.gguf" || old.AvgTS != 5120.5 ||
+		old.TTFTNs != 1e8 || len(old.Samples) != 1 || old.Samples[0].Ns != 1e8 {
+		t.Errorf("the earlier run changed: %+v", old)
+	}
+	if old.NDepth != 0 || old.LoadNs != 0 {
+		t.Errorf("the earlier run reads depth %d, load %d ns; want 0 and 0 (not measured then)", old.NDepth, old.LoadNs)
+	}
+
+	deep := fullBenchRun("tg128 @ d4096", BenchOK)
+	deep.NPrompt, deep.NGen, deep.NDepth, deep.LoadNs = 0, 128, 4096, 987654321
+	if _, err := s.SaveBenchRun(ctx, deep); err != nil {
+		t.Fatal(err)
+	}
+	runs, err = s.ListBenchRuns(ctx, BenchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Test != "tg128 @ d4096" || runs[0].NDepth != 4096 || runs[0].LoadNs != 987654321 {
+		t.Errorf("a run at depth after the migration: %+v", runs[0])
+	}
+}
