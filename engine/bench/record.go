@@ -39,18 +39,28 @@ type Record struct {
 	TTFTMs    float64 `json:"ttft_ms,omitempty"`   // pp tests: mean time until the first token could be sampled
 	Reps      int     `json:"reps,omitempty"`
 	Warmup    int     `json:"warmup,omitempty"`
+	// The model's load before the run: from the file (in the page cache, when it was) to ready
+	// to evaluate on its placement. Zero when the run did not load the model itself.
+	LoadMs   float64 `json:"load_ms,omitempty"`
+	LoadGBps float64 `json:"load_gbps,omitempty"` // model_size / load time, in 10^9 bytes per second
 }
 
-// TestName is the llama-bench test label: "pp512", "tg128".
+// TestName is the llama-bench test label as its markdown table writes it: "pp512", "tg128",
+// "pp512 @ d4096" for a test run with 4096 tokens already in the cache.
 func (r Record) TestName() string {
+	var name string
 	switch {
 	case r.NPrompt > 0 && r.NGen > 0:
-		return fmt.Sprintf("pp%d+tg%d", r.NPrompt, r.NGen)
+		name = fmt.Sprintf("pp%d+tg%d", r.NPrompt, r.NGen)
 	case r.NPrompt > 0:
-		return fmt.Sprintf("pp%d", r.NPrompt)
+		name = fmt.Sprintf("pp%d", r.NPrompt)
 	default:
-		return fmt.Sprintf("tg%d", r.NGen)
+		name = fmt.Sprintf("tg%d", r.NGen)
 	}
+	if r.NDepth > 0 {
+		name += fmt.Sprintf(" @ d%d", r.NDepth)
+	}
+	return name
 }
 
 // ParseLlamaBench reads llama-bench output in its JSON (one array) or JSONL (one object a line)
