@@ -115,7 +115,7 @@ var flatColumns = []string{
 	"build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
 	"model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "type_k", "type_v", "n_gpu_layers",
 	"n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts",
-	"tool", "placement", "ttft_ms", "reps", "warmup",
+	"tool", "placement", "ttft_ms", "reps", "warmup", "load_ms", "load_gbps",
 }
 
 func flatValues(r Record) []string {
@@ -126,7 +126,7 @@ func flatValues(r Record) []string {
 		i(r.ModelSize), i(r.ModelParams), strconv.Itoa(r.NBatch), strconv.Itoa(r.NUBatch), strconv.Itoa(r.NThreads),
 		r.TypeK, r.TypeV, strconv.Itoa(r.NGPULayers), strconv.Itoa(r.NPrompt), strconv.Itoa(r.NGen),
 		strconv.Itoa(r.NDepth), r.TestTime, i(r.AvgNs), i(r.StddevNs), f(r.AvgTs), f(r.StddevTs),
-		r.Tool, r.Placement, f(r.TTFTMs), strconv.Itoa(r.Reps), strconv.Itoa(r.Warmup),
+		r.Tool, r.Placement, f(r.TTFTMs), strconv.Itoa(r.Reps), strconv.Itoa(r.Warmup), f(r.LoadMs), f(r.LoadGBps),
 	}
 }
 
@@ -150,7 +150,8 @@ func writeSQL(w io.Writer, records []Record) error {
 	numeric := map[string]string{"build_number": "INTEGER", "model_size": "INTEGER", "model_n_params": "INTEGER",
 		"n_batch": "INTEGER", "n_ubatch": "INTEGER", "n_threads": "INTEGER", "n_gpu_layers": "INTEGER",
 		"n_prompt": "INTEGER", "n_gen": "INTEGER", "n_depth": "INTEGER", "avg_ns": "INTEGER", "stddev_ns": "INTEGER",
-		"avg_ts": "REAL", "stddev_ts": "REAL", "ttft_ms": "REAL", "reps": "INTEGER", "warmup": "INTEGER"}
+		"avg_ts": "REAL", "stddev_ts": "REAL", "ttft_ms": "REAL", "reps": "INTEGER", "warmup": "INTEGER",
+		"load_ms": "REAL", "load_gbps": "REAL"}
 	for i, c := range flatColumns {
 		typ := numeric[c]
 		if typ == "" {

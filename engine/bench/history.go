@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -44,6 +45,9 @@ type Target struct {
 	EngineVersion string             `json:"engine_version"`
 	EngineCommit  string             `json:"engine_commit"`
 	Plan          *PlanFacts         `json:"plan,omitempty"` // the resident plan on the GPU; nil on the CPU
+	// LoadNs is how long the model took from its file to ready (Load); 0 when the process that
+	// ran the bench did not time the load.
+	LoadNs int64 `json:"load_ns,omitempty"`
 }
 
 // PlanFacts is the resident plan's verdict as the history keeps it.
@@ -141,6 +145,10 @@ func (t Target) Fill(r *Record) {
 	if r.Tool == "" {
 		r.Tool = "vkllm"
 	}
+	if t.LoadNs > 0 {
+		r.LoadMs = float64(t.LoadNs) / 1e6
+		r.LoadGBps = LoadGBps(r.ModelSize, t.LoadNs)
+	}
 }
 
 // StoreRun turns a record into the history row with the full context of the run. Records of other
@@ -151,8 +159,9 @@ func StoreRun(r Record, t Target, status, errText string) store.BenchRun {
 		Backend: strings.ToLower(r.Backends), GPUName: r.GPUInfo, CPU: r.CPUInfo, Threads: r.NThreads,
 		EngineCommit: r.BuildCommit,
 		ModelFile:    r.ModelFile, ModelType: r.ModelType, ModelParams: r.ModelParams, ModelSize: r.ModelSize,
-		Placement: r.Placement, Test: r.TestName(), NPrompt: r.NPrompt, NGen: r.NGen, Reps: r.Reps, Warmup: r.Warmup,
+		Placement: r.Placement, Test: r.TestName(), NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, Reps: r.Reps, Warmup: r.Warmup,
 		AvgNs: r.AvgNs, StddevNs: r.StddevNs, AvgTS: r.AvgTs, StddevTS: r.StddevTs, TTFTNs: int64(r.TTFTMs * 1e6),
+		LoadNs: int64(math.Round(r.LoadMs * 1e6)),
 	}
 	if ts, err := time.Parse(time.RFC3339, r.TestTime); err == nil {
 		run.CreatedAtMs = ts.UnixMilli()
@@ -208,10 +217,9 @@ func HistoryRuns(records []Record, t Target, cfg Config, runErr error, started t
 		return runs
 	}
 	unfinished := Record{Tool: "vkllm", TestTime: started.UTC().Format(time.RFC3339), Reps: cfg.Reps, Warmup: 1}
-	if len(records) == 0 && cfg.NPrompt > 0 {
-		unfinished.NPrompt = cfg.NPrompt
-	} else {
-		unfinished.NGen = cfg.NGen
+	if tests := cfg.Tests(); len(tests) > 0 {
+		s := tests[min(len(records), len(tests)-1)] // the tests finish in plan order
+		unfinished.NPrompt, unfinished.NGen, unfinished.NDepth = s.NPrompt, s.NGen, s.Depth
 	}
 	t.Fill(&unfinished)
 	return append(runs, StoreRun(unfinished, t, RunStatus(runErr), runErr.Error()))

@@ -79,9 +79,10 @@ func TestHistoryRunsRecordTheUnfinishedTestWithItsStatus(t *testing.T) {
 		{"cancelled during tg", []Record{pp}, fmt.Errorf("tg32: %w", ErrCancelled), store.BenchCancelled, "tg32"},
 		{"context ended during pp", nil, fmt.Errorf("engine bench: %w", context.Canceled), store.BenchCancelled, "pp64"},
 		{"failed during pp", nil, errors.New("prefill 64 tokens: device lost"), store.BenchFailed, "pp64"},
+		{"failed at depth", []Record{pp, pp}, errors.New("fill the cache to depth 4096: device lost"), store.BenchFailed, "pp64 @ d4096"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runs := HistoryRuns(tc.finished, tg, Config{NPrompt: 64, NGen: 32, Reps: 3}, tc.err, started)
+			runs := HistoryRuns(tc.finished, tg, Config{NPrompt: 64, NGen: 32, Reps: 3, Depths: []int{0, 4096}}, tc.err, started)
 			if len(runs) != len(tc.finished)+1 {
 				t.Fatalf("%d rows, want %d", len(runs), len(tc.finished)+1)
 			}
@@ -133,5 +134,35 @@ func TestModelChecksumIsCachedUntilTheFileChanges(t *testing.T) {
 	}
 	if _, err := cachedSHA256(filepath.Join(t.TempDir(), "missing.gguf")); err == nil || !strings.Contains(err.Error(), "missing.gguf") {
 		t.Errorf("missing file: %v, want an error naming it", err)
+	}
+}
+
+func TestLoadTimeAndDepthReachRecordsAndHistory(t *testing.T) {
+	tg := syntheticTarget()
+	tg.LoadNs = 2e9 // 4 GiB in 2 s
+	rec := Record{NGen: 128, NDepth: 4096, Reps: 1, Summary: Summarize([]int64{1e9}, 128)}
+	tg.Fill(&rec)
+	if rec.LoadMs != 2000 || rec.LoadGBps != float64(4<<30)/2e9 {
+		t.Errorf("filled load %.1f ms at %.3f GB/s, want 2000 ms at %.3f", rec.LoadMs, rec.LoadGBps, float64(4<<30)/2e9)
+	}
+	run := StoreRun(rec, tg, store.BenchOK, "")
+	if run.Test != "tg128 @ d4096" || run.NDepth != 4096 || run.LoadNs != 2e9 {
+		t.Errorf("history row test %q depth %d load %d ns", run.Test, run.NDepth, run.LoadNs)
+	}
+	untimed := syntheticTarget()
+	var plain Record
+	untimed.Fill(&plain)
+	if plain.LoadMs != 0 || plain.LoadGBps != 0 {
+		t.Errorf("a target without a timed load filled %.1f ms, %.2f GB/s", plain.LoadMs, plain.LoadGBps)
+	}
+
+	// llama-bench's own n_depth comes through an import.
+	peer, err := ParseLlamaBench(strings.NewReader(`{"n_prompt": 0, "n_gen": 128, "n_depth": 4096, "avg_ts": 234.5, "flash_attn": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported := StoreRun(peer[0], Target{}, store.BenchOK, "")
+	if imported.Source != "llama-bench" || imported.Test != "tg128 @ d4096" || imported.NDepth != 4096 || imported.AvgTS != 234.5 {
+		t.Errorf("imported row %+v", imported)
 	}
 }
