@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,34 @@ type benchFlags struct {
 	noSave    bool
 	seed      uint64
 	ctxLength int
+	depths    depthList
+}
+
+// depthList is llama-bench's -d: a comma-separated list of token counts ("0,4096").
+type depthList []int
+
+func (d *depthList) String() string {
+	if d == nil || len(*d) == 0 {
+		return "0"
+	}
+	parts := make([]string, len(*d))
+	for i, v := range *d {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (d *depthList) Set(s string) error {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || v < 0 {
+			return fmt.Errorf("depth %q is not a token count: want comma-separated counts of 0 or more, like 0,4096", part)
+		}
+		out = append(out, v)
+	}
+	*d = out
+	return nil
 }
 
 func runBench(ctx context.Context, args []string) error {
@@ -53,7 +82,9 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&f.device, "device", -1, "Vulkan device index (default: VKLLM_DEVICE or the best discrete GPU)")
 	fs.BoolVar(&f.noSave, "no-save", false, "do not record the run in the results history")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic prompts")
-	fs.IntVar(&f.ctxLength, "ctx", 0, "context to load the model with (default: enough for the tests)")
+	fs.IntVar(&f.ctxLength, "ctx", 0, "context to load the model with (default: enough for the tests at the deepest depth)")
+	fs.Var(&f.depths, "d", "tokens already in the cache before each test, filled untimed (llama-bench's -d; a list like 0,4096 runs every test at each)")
+	fs.Var(&f.depths, "depth", "same as -d")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +101,15 @@ func runBench(ctx context.Context, args []string) error {
 		f.device = config.Device.Int()
 	}
 
+	cfg := bench.Config{NPrompt: f.nPrompt, NGen: f.nGen, Reps: f.reps, Depths: f.depths, Seed: f.seed}
+	ctxLen := f.ctxLength
+	if ctxLen == 0 {
+		ctxLen = cfg.NeedContext() + 16
+	} else if err := cfg.CheckContext(ctxLen); err != nil {
+		return fmt.Errorf("--ctx %d is too small: %w; raise --ctx to %d or more, or leave it out to size the context from the tests: %w",
+			ctxLen, err, cfg.NeedContext(), errUsage)
+	}
+
 	backend := engine.BackendAuto
 	switch {
 	case f.gpu:
@@ -77,20 +117,34 @@ func runBench(ctx context.Context, args []string) error {
 	case f.cpu:
 		backend = engine.BackendCPU
 	}
-	ctxLen := f.ctxLength
-	if ctxLen == 0 {
-		ctxLen = max(f.nPrompt, f.nGen) + 16
+	load := bench.Load{Cached: -1}
+	if f.model != "" {
+		if frac, err := bench.PageCacheFraction(f.model); err == nil {
+			load.Cached = frac
+		} else {
+			slog.Debug("bench: page cache not measured", "err", err)
+		}
 	}
+	loadStart := time.Now()
 	e, err := engine.Load(ctx, engine.LoadOptions{Path: f.model, Backend: backend, Context: ctxLen, Threads: f.threads, DeviceIndex: f.device, StoredPinMB: store.StoredPinMB})
 	if err != nil {
 		return fmt.Errorf("load model for bench: %w", err)
 	}
+	load.Duration = time.Since(loadStart)
 	info := e.Info()
+	load.Bytes, load.Placement = info.FileSize, info.Placement
+	fmt.Fprintf(os.Stderr, "load: %s\n", load)
+	if err := cfg.CheckContext(info.Context); info.Context > 0 && err != nil {
+		_ = e.Close()
+		return fmt.Errorf("bench %s: %w: the %s placement holds %d of the %d positions asked for (the plan's log line says what bounded it); lower -d, -p or -n, or run with --cpu",
+			info.Name, err, info.Placement, info.Context, ctxLen)
+	}
 	meta := bench.DescribeTarget(info, bench.TargetOptions{DeviceIndex: f.device, Threads: f.threads, EngineVersion: version, File: e.File()})
+	meta.LoadNs = load.Duration.Nanoseconds()
 
 	progress := newProgressBar(os.Stderr)
 	started := time.Now()
-	cfg := bench.Config{NPrompt: f.nPrompt, NGen: f.nGen, Reps: f.reps, VocabSize: info.VocabSize, Seed: f.seed}
+	cfg.VocabSize, cfg.Context = info.VocabSize, info.Context
 	records, runErr := bench.Run(ctx, e.Runner(), cfg, progress.update)
 	progress.finish()
 	_ = e.Close()
@@ -173,6 +227,9 @@ func runReference(ctx context.Context, f benchFlags, t bench.Target) ([]bench.Re
 	if f.threads > 0 {
 		args = append(args, "-t", fmt.Sprint(f.threads))
 	}
+	if len(f.depths) > 0 {
+		args = append(args, "-d", f.depths.String())
+	}
 	slog.Info("running reference", "binary", f.ref, "args", strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, f.ref, args...)
 	cmd.Stderr = os.Stderr
@@ -226,8 +283,11 @@ func (p *progressBar) update(ev bench.Progress) {
 		return
 	}
 	label := fmt.Sprintf("rep %d/%d", ev.Rep, ev.Reps)
-	if ev.Phase == bench.PhaseWarmup {
+	switch ev.Phase {
+	case bench.PhaseWarmup:
 		label = "warm-up"
+	case bench.PhaseDepth:
+		label = "depth fill"
 	}
 	if !p.terminal {
 		slog.Info("bench", "test", ev.Test, "step", label, "t/s", fmt.Sprintf("%.2f", ev.TokensPS))
@@ -235,7 +295,7 @@ func (p *progressBar) update(ev bench.Progress) {
 	}
 	const width = 30
 	done := width * ev.Step / max(ev.Steps, 1)
-	fmt.Fprintf(p.w, "\r[%s%s] %3d%% %-6s %-9s %10.2f t/s", strings.Repeat("#", done), strings.Repeat(".", width-done),
+	fmt.Fprintf(p.w, "\r[%s%s] %3d%% %-6s %-10s %10.2f t/s", strings.Repeat("#", done), strings.Repeat(".", width-done),
 		100*ev.Step/max(ev.Steps, 1), ev.Test, label, ev.TokensPS)
 }
 

@@ -76,3 +76,48 @@ func TestBenchOnTheGPURecordsDeviceAndPlan(t *testing.T) {
 		}
 	}
 }
+
+// On lavapipe: tests at depth run on the resident driver (its cache rewinds to the fill for
+// every repetition), and a context the plan bounded below the depth is refused with the numbers.
+func TestBenchAtDepthOnTheGPU(t *testing.T) {
+	devs, err := vulkan.Devices()
+	if err != nil || len(devs) == 0 {
+		t.Skipf("no Vulkan device here (install mesa-vulkan-drivers for lavapipe): %v", err)
+	}
+	t.Setenv("VKLLM_DATA_DIR", t.TempDir())
+	t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
+	var out string
+	stderr, err := captureStderr(t, func() error {
+		var err error
+		out, err = captureStdout(t, func() error {
+			return runBench(context.Background(), []string{"--gpu", "-p", "8", "-n", "4", "-r", "1", "-d", "40", "-o", "jsonl", "--no-save"})
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("bench --gpu -d 40: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "GB/s) to resident") {
+		t.Errorf("stderr lacks the load line to resident:\n%s", stderr)
+	}
+	records, err := bench.ParseLlamaBench(strings.NewReader(out))
+	if err != nil || len(records) != 2 || records[0].TestName() != "pp8 @ d40" || records[1].TestName() != "tg4 @ d40" {
+		t.Fatalf("records %+v, %v", records, err)
+	}
+	for _, r := range records {
+		if r.Placement != "resident" || r.NDepth != 40 || r.AvgTs <= 0 || r.LoadGBps <= 0 {
+			t.Errorf("record %s: placement %q depth %d t/s %.1f load %.3f GB/s", r.TestName(), r.Placement, r.NDepth, r.AvgTs, r.LoadGBps)
+		}
+	}
+
+	t.Setenv("VKLLM_GPU_CTX_MAX", "32")
+	err = runBench(context.Background(), []string{"--gpu", "-p", "8", "-n", "4", "-r", "1", "-d", "40", "--no-save"})
+	if err == nil {
+		t.Fatal("a plan bounded to 32 positions ran tests that need 48")
+	}
+	for _, want := range []string{"pp8 @ d40 needs 48 positions", "holds 32", "lower -d"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}

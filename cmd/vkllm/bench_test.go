@@ -16,12 +16,23 @@ import (
 // captureStdout runs fn with os.Stdout redirected and returns what it printed.
 func captureStdout(t *testing.T, fn func() error) (string, error) {
 	t.Helper()
+	return capture(t, &os.Stdout, fn)
+}
+
+// captureStderr runs fn with os.Stderr redirected and returns what it printed there.
+func captureStderr(t *testing.T, fn func() error) (string, error) {
+	t.Helper()
+	return capture(t, &os.Stderr, fn)
+}
+
+func capture(t *testing.T, file **os.File, fn func() error) (string, error) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved := os.Stdout
-	os.Stdout = w
+	saved := *file
+	*file = w
 	done := make(chan []byte)
 	go func() {
 		var buf strings.Builder
@@ -37,7 +48,7 @@ func captureStdout(t *testing.T, fn func() error) (string, error) {
 	}()
 	runErr := fn()
 	w.Close()
-	os.Stdout = saved
+	*file = saved
 	return string(<-done), runErr
 }
 

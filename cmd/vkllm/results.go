@@ -85,11 +85,14 @@ func recordFromRun(r store.BenchRun) bench.Record {
 	rec := bench.Record{
 		BuildCommit: r.EngineCommit, CPUInfo: r.CPU, GPUInfo: r.GPUName, Backends: r.Backend, ModelFile: r.ModelFile,
 		ModelType: r.ModelType, ModelSize: r.ModelSize, ModelParams: r.ModelParams, NThreads: r.Threads,
-		NPrompt: r.NPrompt, NGen: r.NGen, TestTime: time.UnixMilli(r.CreatedAtMs).UTC().Format(time.RFC3339),
+		NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, TestTime: time.UnixMilli(r.CreatedAtMs).UTC().Format(time.RFC3339),
 		Tool: r.Source, Placement: r.Placement, TTFTMs: float64(r.TTFTNs) / 1e6, Reps: r.Reps, Warmup: r.Warmup,
 		TypeK: "f16", TypeV: "f16",
 	}
 	rec.AvgNs, rec.StddevNs, rec.AvgTs, rec.StddevTs = r.AvgNs, r.StddevNs, r.AvgTS, r.StddevTS
+	if r.LoadNs > 0 {
+		rec.LoadMs, rec.LoadGBps = float64(r.LoadNs)/1e6, bench.LoadGBps(r.ModelSize, r.LoadNs)
+	}
 	for _, s := range r.Samples {
 		rec.SamplesNs = append(rec.SamplesNs, s.Ns)
 		rec.SamplesTs = append(rec.SamplesTs, s.TokensPerSec)
