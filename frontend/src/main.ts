@@ -60,7 +60,9 @@ const sidebar = h(
 
 const modelBadge = h("div", { class: "model-badge", id: "model-badge" }, "loading model…");
 const tabs = h("div", { class: "tabs", role: "tablist" });
-const header = h("header", { class: "topbar" }, modelBadge, tabs);
+// On the CPU the header's second row says why, in one sentence from the engine.
+const cpuReason = h("p", { class: "cpu-reason", id: "cpu-reason", hidden: "" });
+const header = h("header", { class: "topbar" }, modelBadge, tabs, cpuReason);
 const notice = h("div", { class: "notice", id: "notice", hidden: "" });
 
 const messagesEl = h("div", { class: "messages", id: "messages" });
@@ -141,6 +143,8 @@ function renderModelBadge() {
   if (m.backend && m.backend !== placement) parts.push(h("span", { class: "chip" }, m.backend));
   if (m.params) parts.push(h("span", { class: "muted" }, `${formatParams(m.params)} params`));
   modelBadge.replaceChildren(...parts);
+  cpuReason.textContent = m.cpu_reason ?? "";
+  cpuReason.hidden = !m.cpu_reason;
 }
 
 async function loadModel() {
@@ -149,6 +153,7 @@ async function loadModel() {
     renderModelBadge();
   } catch (e) {
     modelBadge.replaceChildren(h("span", { class: "dot off" }), h("span", {}, `engine not ready: ${errText(e)}`));
+    cpuReason.hidden = true;
   }
 }
 
@@ -384,6 +389,7 @@ async function renderModelView() {
       ...row("Context", m.context ? `${m.context} of ${m.context_length}` : m.context_length),
       ...row("Backend", m.backend),
       ...row("Placement", m.placement),
+      ...(m.cpu_reason ? row("Why the CPU", m.cpu_reason) : []),
       ...row("Chat template", m.has_chat_template ? "from the model" : "generic fallback"),
     );
   }

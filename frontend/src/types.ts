@@ -55,6 +55,7 @@ export interface ModelInfo {
   backend: string;
   placement: string;
   has_chat_template: boolean;
+  cpu_reason?: string; // on the CPU: why, in one sentence (a setting, no Vulkan device, the plan's verdict)
 }
 
 export interface EngineEvent {
