@@ -18,11 +18,12 @@ export const chromiumFlags = [
   "--disable-sync",
 ];
 
-// startApp runs the app in browser mode with its store in dataDir and resolves with
-// { proc, url } once it prints the URL it serves.
-export function startApp(dataDir) {
+// startApp runs the app in browser mode with its store in dataDir, and extraEnv added to its
+// environment (and so its engine sidecar's), and resolves with { proc, url } once it prints the
+// URL it serves.
+export function startApp(dataDir, extraEnv = {}) {
   return new Promise((resolveStart, reject) => {
-    const env = { ...process.env, VKLLM_DATA_DIR: dataDir };
+    const env = { ...process.env, ...extraEnv, VKLLM_DATA_DIR: dataDir };
     delete env.DISPLAY;
     delete env.WAYLAND_DISPLAY;
     const proc = spawn(appBin, ["--browser", "--listen", "127.0.0.1:0"], { env, stdio: ["ignore", "pipe", "pipe"] });

@@ -47,11 +47,23 @@ after(async () => {
 const prompt = "Once upon a time";
 let reply = "";
 
-test("the header names the loaded model and its placement", async () => {
+// Whatever the device, the placement is the plan's: on the GPU the header names vulkan, on the
+// CPU it says why, and never that the app was built without its GPU backend (gpu.test.mjs pins
+// VRAM so the plan arms and requires resident).
+test("the header names the loaded model and its placement, and on the CPU why", async () => {
   await page.goto(server.url);
   await page.locator("#model-name").waitFor();
   assert.match(await page.locator("#model-name").innerText(), /\S/);
-  assert.match(await page.locator("#model-placement").innerText(), /\S/);
+  const placement = (await page.locator("#model-placement").innerText()).trim();
+  const badge = await page.locator("#model-badge").innerText();
+  if (placement === "cpu") {
+    const reason = (await page.locator("#cpu-reason").innerText()).trim();
+    assert.match(reason, /^On the CPU: (forced by|no Vulkan (device|runtime) found|declined by the plan, "resident driver declined)/);
+    assert.doesNotMatch(reason, /no GPU backend/, "the app is built without its Vulkan backend");
+  } else {
+    assert.match(placement, /^(resident|split \d+ of \d+)$/);
+    assert.match(badge, /\bvulkan\b/);
+  }
 });
 
 test("a typed message gets a streamed reply with its speed", async () => {
