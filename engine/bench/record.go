@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -27,6 +28,8 @@ type Record struct {
 	TypeK       string `json:"type_k"`
 	TypeV       string `json:"type_v"`
 	NGPULayers  int    `json:"n_gpu_layers"`
+	// FlashAttn is llama-bench's flash_attn setting of the row; vkllm's rows have none (nil).
+	FlashAttn *FlashAttn `json:"flash_attn,omitempty"`
 	NPrompt     int    `json:"n_prompt"`
 	NGen        int    `json:"n_gen"`
 	NDepth      int    `json:"n_depth"`
@@ -43,6 +46,30 @@ type Record struct {
 	// to evaluate on its placement. Zero when the run did not load the model itself.
 	LoadMs   float64 `json:"load_ms,omitempty"`
 	LoadGBps float64 `json:"load_gbps,omitempty"` // model_size / load time, in 10^9 bytes per second
+}
+
+// FlashAttn is llama-bench's flash_attn field: a boolean in older builds, -1 (auto), 0 (off) or
+// 1 (on) since `-fa` took on|off|auto.
+type FlashAttn int
+
+// FlashAttnAuto is -fa auto: llama.cpp decides per device.
+const FlashAttnAuto FlashAttn = -1
+
+// UnmarshalJSON reads either form.
+func (f *FlashAttn) UnmarshalJSON(b []byte) error {
+	switch s := string(bytes.TrimSpace(b)); s {
+	case "true":
+		*f = 1
+	case "false":
+		*f = 0
+	default:
+		v, err := strconv.Atoi(s)
+		if err != nil || v < -1 || v > 1 {
+			return fmt.Errorf("flash_attn %s: want true, false, -1, 0 or 1", s)
+		}
+		*f = FlashAttn(v)
+	}
+	return nil
 }
 
 // TestName is the llama-bench test label as its markdown table writes it: "pp512", "tg128",

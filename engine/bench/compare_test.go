@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func rateRecord(tool, file string, nPrompt, nGen, depth int, ts float64) Record {
+	n := nPrompt + nGen
+	return Record{Tool: tool, ModelFile: file, ModelType: "llama 8B Q4_K", NPrompt: nPrompt, NGen: nGen, NDepth: depth,
+		Summary: Summarize([]int64{int64(float64(n) * 1e9 / ts)}, n)}
+}
+
+func TestFlashAttnReadsBothLlamaBenchForms(t *testing.T) {
+	for in, want := range map[string]string{`true`: "fa1", `false`: "fa0", `1`: "fa1", `0`: "fa0", `-1`: "fa auto"} {
+		recs, err := ParseLlamaBench(strings.NewReader(`[{"n_prompt": 512, "flash_attn": ` + in + `}]`))
+		if err != nil || PeerSetting(recs[0]) != want {
+			t.Errorf("flash_attn %s: setting %q, %v; want %q", in, PeerSetting(recs[0]), err, want)
+		}
+	}
+	recs, err := ParseLlamaBench(strings.NewReader(`[{"n_prompt": 512}]`))
+	if err != nil || PeerSetting(recs[0]) != "" {
+		t.Errorf("no flash_attn: setting %q, %v; want none", PeerSetting(recs[0]), err)
+	}
+	if _, err := ParseLlamaBench(strings.NewReader(`[{"n_prompt": 512, "flash_attn": 2}]`)); err == nil {
+		t.Error("flash_attn 2 accepted")
+	}
+	// Our own rows say nothing about flash attention.
+	var buf bytes.Buffer
+	_ = Write(&buf, "json", []Record{rateRecord("vkllm", "m.gguf", 512, 0, 0, 100)})
+	if strings.Contains(buf.String(), "flash_attn") {
+		t.Errorf("vkllm's JSON carries a flash_attn field:\n%s", buf.String())
+	}
+}
+
+func TestComparePairsToolsByFileAndTestInLlamaBenchOrder(t *testing.T) {
+	fa := func(v FlashAttn) *FlashAttn { return &v }
+	peer := func(file string, nPrompt, nGen, depth int, ts float64, setting FlashAttn) Record {
+		r := rateRecord("llama-bench", file, nPrompt, nGen, depth, ts)
+		r.ModelType, r.FlashAttn = "llama ?B Q4_K", fa(setting)
+		return r
+	}
+	ours8 := rateRecord("vkllm", "/tmp/m/synth-8b-q4_k.gguf", 0, 128, 4096, 50)
+	records := []Record{
+		rateRecord("vkllm", "/tmp/m/synth-1b-q4_0.gguf", 0, 128, 0, 250),
+		rateRecord("vkllm", "/tmp/m/synth-1b-q4_0.gguf", 512, 0, 0, 5000),
+		peer("/tmp/m/synth-1b-q4_0.gguf", 512, 0, 0, 40000, 0),
+		peer("/tmp/m/synth-1b-q4_0.gguf", 512, 0, 0, 50000, 1),
+		peer("/tmp/m/synth-1b-q4_0.gguf", 0, 128, 0, 830, 1),
+		peer("/tmp/m/synth-1b-q4_0.gguf", 0, 128, 0, 1000, 0),
+		ours8,
+		peer("/tmp/m/synth-8b-q4_k.gguf", 0, 128, 4096, 200, 1),
+		peer("/tmp/m/synth-8b-q4_k.gguf", 512, 0, 0, 11000, 1), // the peer alone ran this one
+	}
+	rows := Compare(records)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.File+": "+r.Test)
+	}
+	want := "synth-1b-q4_0.gguf: pp512, synth-1b-q4_0.gguf: tg128, synth-8b-q4_k.gguf: pp512, synth-8b-q4_k.gguf: tg128 @ d4096"
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("rows\n got %s\nwant %s", strings.Join(got, ", "), want)
+	}
+	for _, tc := range []struct {
+		row     int
+		setting string
+		ratio   float64
+	}{
+		{0, "fa1", 0.1},  // 5000 / 50000
+		{1, "fa0", 0.25}, // 250 / 1000
+		{2, "fa1", 0},    // no vkllm row
+		{3, "fa1", 0.25}, // 50 / 200 at depth
+	} {
+		_, setting, ok := rows[tc.row].Best()
+		if !ok || setting != tc.setting || math.Abs(rows[tc.row].Ratio()-tc.ratio) > 1e-9 {
+			t.Errorf("row %d (%s): best %s ratio %.4f, want %s %.4f", tc.row, rows[tc.row].Test, setting, rows[tc.row].Ratio(), tc.setting, tc.ratio)
+		}
+	}
+	if rows[0].Model != "llama 8B Q4_K" || rows[2].Model != "llama ?B Q4_K" {
+		t.Errorf("model labels %q (ours first) and %q (the peer's when we have none)", rows[0].Model, rows[2].Model)
+	}
+
+	var buf bytes.Buffer
+	if err := WriteComparison(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	for _, w := range []string{
+		"| model | test | vkllm t/s | llama.cpp fa0 | llama.cpp fa1 | ratio vs best |",
+		"| pp512 | 5000.00 ± 0.00 | 40000.00 ± 0.00 | 50000.00 ± 0.00 | 0.10x vs fa1 |",
+		"| tg128 | 250.00 ± 0.00 | 1000.00 ± 0.00 | 830.00 ± 0.00 | 0.25x vs fa0 |",
+		"| pp512 | - | - | 11000.00 ± 0.00 | - |",
+		"| tg128 @ d4096 | 50.00 ± 0.00 | - | 200.00 ± 0.00 | 0.25x vs fa1 |",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("comparison lacks %q:\n%s", w, md)
+		}
+	}
+
+	// A vkllm JSON file and a llama-bench one read back into the same comparison.
+	ours8.LoadMs, ours8.ModelSize, ours8.Placement = 1210, 4.58e9, "resident"
+	js, _ := json.Marshal([]Record{ours8})
+	back, err := ParseLlamaBench(bytes.NewReader(js))
+	if err != nil || back[0].Tool != "vkllm" {
+		t.Fatalf("our JSON back: %+v, %v", back, err)
+	}
+	buf.Reset()
+	_ = WriteComparison(&buf, Compare(back))
+	if !strings.Contains(buf.String(), "load synth-8b-q4_k.gguf (llama 8B Q4_K): 4.58 GB in 1.21 s (3.8 GB/s) to resident") {
+		t.Errorf("comparison lacks the load line:\n%s", buf.String())
+	}
+}
