@@ -131,3 +131,24 @@ func TestBenchRefPassesTheDepthToLlamaBench(t *testing.T) {
 		}
 	}
 }
+
+func TestResultsCompareTablesOurFileBesideAPeerFile(t *testing.T) {
+	dir := t.TempDir()
+	ours, peer := filepath.Join(dir, "ours.json"), filepath.Join(dir, "peer.jsonl")
+	fa1 := bench.FlashAttn(1)
+	o, _ := json.Marshal([]bench.Record{{Tool: "vkllm", ModelFile: "/a/m.gguf", ModelType: "llama 1B Q4_0", NGen: 128, NDepth: 4096, Summary: bench.Summarize([]int64{1e9}, 128)}})
+	p, _ := json.Marshal(bench.Record{ModelFile: "m.gguf", NGen: 128, NDepth: 4096, FlashAttn: &fa1, Summary: bench.Summarize([]int64{5e8}, 128)})
+	if os.WriteFile(ours, o, 0o644) != nil || os.WriteFile(peer, append(p, '\n'), 0o644) != nil {
+		t.Fatal("write inputs")
+	}
+	out, err := captureStdout(t, func() error { return runResults(context.Background(), []string{"compare", ours, peer}) })
+	if err != nil || !strings.Contains(out, "| llama 1B Q4_0 | tg128 @ d4096 | 128.00 ± 0.00 | 256.00 ± 0.00 | 0.50x |") {
+		t.Errorf("results compare (%v):\n%s", err, out)
+	}
+	if err := runResults(context.Background(), []string{"compare"}); !errors.Is(err, errUsage) {
+		t.Errorf("compare without files: %v, want a usage error", err)
+	}
+	if err := runResults(context.Background(), []string{"compare", filepath.Join(dir, "missing.json")}); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("compare of a missing file: %v", err)
+	}
+}

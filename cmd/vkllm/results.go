@@ -14,12 +14,15 @@ import (
 )
 
 func init() {
-	register("results", "list or export benchmark history (results import FILE adds llama-bench JSON/JSONL)", runResults)
+	register("results", "list or export benchmark history (results import FILE adds llama-bench JSON/JSONL; results compare FILE... tables vkllm beside llama-bench)", runResults)
 }
 
 func runResults(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "import" {
 		return runResultsImport(ctx, args[1:])
+	}
+	if len(args) > 0 && args[0] == "compare" {
+		return runResultsCompare(args[1:])
 	}
 	fs := flag.NewFlagSet("results", flag.ContinueOnError)
 	gpu := fs.String("gpu", "", "only runs on this GPU (name substring or device key)")
@@ -131,4 +134,30 @@ func runResultsImport(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("imported %d llama-bench row(s) from %s\n", len(records), path)
 	return nil
+}
+
+// runResultsCompare prints vkllm's rows beside llama-bench's from JSON/JSONL files of either tool
+// (`vkllm bench -o json`, `llama-bench -o json`), paired by model file and test.
+func runResultsCompare(args []string) error {
+	fs := flag.NewFlagSet("results compare", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("results compare takes the JSON or JSONL files of `vkllm bench -o json` and `llama-bench -o json` runs: %w", errUsage)
+	}
+	var records []bench.Record
+	for _, path := range fs.Args() {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		recs, err := bench.ParseLlamaBench(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("compare %s: %w", path, err)
+		}
+		records = append(records, recs...)
+	}
+	return bench.WriteComparison(os.Stdout, bench.Compare(records))
 }
