@@ -1,3 +1,8 @@
+// Modified by vkllm: built-ins take the render's budget and spend a step per item they build
+// or walk and the bytes of the strings they build, checked before building where the size is
+// known (range, join, replace, indent, tojson, escape); tojson, comparisons and printing walk
+// nested values with a depth bound; indent refuses a negative width instead of panicking.
+
 package jinja
 
 import (
@@ -10,6 +15,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // cachedBuiltins is a read-only scope populated once with all built-in
@@ -38,7 +44,7 @@ func registerGlobals(s *scope) {
 	s.set("strftime_now", NewCallable("strftime_now", builtinStrftimeNow))
 }
 
-func builtinNamespace(args []Value, kwargs map[string]Value) (Value, error) {
+func builtinNamespace(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	d := NewDict()
 	dict := d.AsDict()
 	for k, v := range kwargs {
@@ -47,14 +53,14 @@ func builtinNamespace(args []Value, kwargs map[string]Value) (Value, error) {
 	return d, nil
 }
 
-func builtinRaiseException(args []Value, kwargs map[string]Value) (Value, error) {
+func builtinRaiseException(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return Undefined(), fmt.Errorf("raise_exception: missing message")
 	}
-	return Undefined(), fmt.Errorf("%s", printValue(args[0]))
+	return Undefined(), fmt.Errorf("%s", printValue(b, args[0]))
 }
 
-func builtinRange(args []Value, kwargs map[string]Value) (Value, error) {
+func builtinRange(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	var start, stop, step int64
 	switch len(args) {
 	case 1:
@@ -77,28 +83,37 @@ func builtinRange(args []Value, kwargs map[string]Value) (Value, error) {
 		return Undefined(), fmt.Errorf("range: step must not be zero")
 	}
 
-	var items []Value
-	if step > 0 {
-		for i := start; i < stop; i += step {
-			items = append(items, NewInt(i))
-		}
-	} else {
-		for i := start; i > stop; i += step {
-			items = append(items, NewInt(i))
-		}
+	// Count the items (in floating point: stop-start may overflow) and spend them before
+	// building the list.
+	var count float64
+	if step > 0 && stop > start {
+		count = math.Ceil((float64(stop) - float64(start)) / float64(step))
+	} else if step < 0 && start > stop {
+		count = math.Ceil((float64(start) - float64(stop)) / -float64(step))
+	}
+	if count > float64(math.MaxInt64) {
+		count = float64(math.MaxInt64)
+	}
+	if err := b.step(int64(count)); err != nil {
+		return Undefined(), err
+	}
+
+	items := make([]Value, 0, int(count))
+	for i, v := 0, start; i < int(count); i, v = i+1, v+step {
+		items = append(items, NewInt(v))
 	}
 
 	return NewList(items), nil
 }
 
-func builtinJoiner(args []Value, kwargs map[string]Value) (Value, error) {
+func builtinJoiner(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	sep := ""
 	if len(args) > 0 {
-		sep = printValue(args[0])
+		sep = printValue(b, args[0])
 	}
 
 	first := true
-	return NewCallable("joiner", func(args []Value, kwargs map[string]Value) (Value, error) {
+	return NewCallable("joiner", func(_ *budget, args []Value, kwargs map[string]Value) (Value, error) {
 		if first {
 			first = false
 			return NewString(""), nil
@@ -107,7 +122,7 @@ func builtinJoiner(args []Value, kwargs map[string]Value) (Value, error) {
 	}), nil
 }
 
-func builtinDict(args []Value, kwargs map[string]Value) (Value, error) {
+func builtinDict(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	d := NewDict()
 	dict := d.AsDict()
 	for k, v := range kwargs {
@@ -116,10 +131,10 @@ func builtinDict(args []Value, kwargs map[string]Value) (Value, error) {
 	return d, nil
 }
 
-func builtinStrftimeNow(args []Value, kwargs map[string]Value) (Value, error) {
+func builtinStrftimeNow(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	format := "%Y-%m-%d"
 	if len(args) > 0 {
-		format = printValue(args[0])
+		format = printValue(b, args[0])
 	}
 
 	// Convert Python strftime format to Go time format.
@@ -149,7 +164,7 @@ func strftimeToGo(format string) string {
 	return r.Replace(format)
 }
 
-func builtinCycler(args []Value, kwargs map[string]Value) (Value, error) {
+func builtinCycler(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return Undefined(), fmt.Errorf("cycler: expected at least one argument")
 	}
@@ -161,13 +176,13 @@ func builtinCycler(args []Value, kwargs map[string]Value) (Value, error) {
 	d := NewDict()
 	dict := d.AsDict()
 	dict.Set("current", items[0])
-	dict.Set("next", NewCallable("cycler.next", func(a []Value, kw map[string]Value) (Value, error) {
+	dict.Set("next", NewCallable("cycler.next", func(b *budget, a []Value, kw map[string]Value) (Value, error) {
 		v := items[idx]
 		idx = (idx + 1) % len(items)
 		dict.Set("current", items[idx])
 		return v, nil
 	}))
-	dict.Set("reset", NewCallable("cycler.reset", func(a []Value, kw map[string]Value) (Value, error) {
+	dict.Set("reset", NewCallable("cycler.reset", func(b *budget, a []Value, kw map[string]Value) (Value, error) {
 		idx = 0
 		dict.Set("current", items[0])
 		return None(), nil
@@ -181,7 +196,7 @@ func builtinCycler(args []Value, kwargs map[string]Value) (Value, error) {
 // =============================================================================
 
 func registerFilters(s *scope) {
-	filters := map[string]func([]Value, map[string]Value) (Value, error){
+	filters := map[string]func(*budget, []Value, map[string]Value) (Value, error){
 		"tojson":     filterTojson,
 		"from_json":  filterFromjson,
 		"fromjson":   filterFromjson,
@@ -239,7 +254,7 @@ func lookupFilter(s *scope, name string) (Value, bool) {
 // Test evaluation
 // =============================================================================
 
-func evalTest(name string, val Value, args []Value) (bool, error) {
+func evalTest(b *budget, name string, val Value, args []Value) (bool, error) {
 	switch name {
 	case "defined":
 		return !val.IsUndefined(), nil
@@ -273,12 +288,12 @@ func evalTest(name string, val Value, args []Value) (bool, error) {
 		if len(args) < 1 {
 			return false, fmt.Errorf("test %q requires an argument", name)
 		}
-		return val.Equals(args[0]), nil
+		return equalValues(b, val, args[0], 0), nil
 	case "ne", "!=":
 		if len(args) < 1 {
 			return false, fmt.Errorf("test %q requires an argument", name)
 		}
-		return !val.Equals(args[0]), nil
+		return !equalValues(b, val, args[0], 0), nil
 	case "gt", "greaterthan", ">":
 		if len(args) < 1 {
 			return false, nil
@@ -303,7 +318,7 @@ func evalTest(name string, val Value, args []Value) (bool, error) {
 		if len(args) < 1 {
 			return false, nil
 		}
-		return containsValue(args[0], val), nil
+		return containsValue(b, args[0], val), nil
 	case "odd":
 		if val.IsInt() {
 			return val.AsInt()%2 != 0, nil
@@ -330,7 +345,7 @@ func evalTest(name string, val Value, args []Value) (bool, error) {
 		if len(args) < 1 {
 			return false, nil
 		}
-		return val.Equals(args[0]), nil
+		return equalValues(b, val, args[0], 0), nil
 	}
 
 	return false, fmt.Errorf("unknown test %q", name)
@@ -340,7 +355,7 @@ func evalTest(name string, val Value, args []Value) (bool, error) {
 // Filter implementations
 // =============================================================================
 
-func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
+func filterTojson(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
@@ -364,8 +379,18 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// the reflection-based encoder for correctness instead of duplicating
 	// indent state in the direct encoder.
 	if indent, ok := kwargs["indent"]; ok && !indent.IsNone() && !indent.IsUndefined() {
-		n := int(toInt64(indent))
-		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", n))
+		n := max(toInt64(indent), 0)
+		// The compact encoding walks the value under the budget first (a cyclic or huge value
+		// stops there); the indented text adds at most one line of indentation per value.
+		var sb strings.Builder
+		values, depth, err := encodeValueJSON(b, &sb, args[0], ",", ":", 0)
+		if err != nil {
+			return NewString(""), b.err
+		}
+		if err := b.alloc(addSize(int64(sb.Len()), mulSize(values, addSize(mulSize(int64(depth), n), 1)))); err != nil {
+			return Undefined(), err
+		}
+		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", int(n)))
 		if err != nil {
 			return NewString(""), nil
 		}
@@ -378,8 +403,8 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// + reflect) to a handful (one strings.Builder grow + one Marshal
 	// per leaf string for escaping).
 	var sb strings.Builder
-	if err := encodeValueJSON(&sb, args[0], itemSeparator, keySeparator); err != nil {
-		return NewString(""), nil
+	if _, _, err := encodeValueJSON(b, &sb, args[0], itemSeparator, keySeparator, 0); err != nil {
+		return NewString(""), b.err // nil unless a limit was reached (upstream renders "" then)
 	}
 	return NewString(sb.String()), nil
 }
@@ -398,76 +423,96 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 //
 // Both differences would otherwise change the tokenization of every tool
 // definition that ends up in a chat prompt.
-func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator string) error {
+func encodeValueJSON(b *budget, sb *strings.Builder, v Value, itemSeparator, keySeparator string, depth int) (values int64, maxDepth int, err error) {
+	if err := b.nested(depth); err != nil {
+		return 0, 0, err
+	}
+	put := func(s string) error {
+		if err := b.alloc(int64(len(s))); err != nil {
+			return err
+		}
+		sb.WriteString(s)
+		return nil
+	}
 	switch v.kind {
 	case KindUndefined, KindNone, KindCallable:
-		sb.WriteString("null")
-		return nil
+		return 1, depth, put("null")
 
 	case KindBool:
 		if v.AsBool() {
-			sb.WriteString("true")
-		} else {
-			sb.WriteString("false")
+			return 1, depth, put("true")
 		}
-		return nil
+		return 1, depth, put("false")
 
 	case KindInt:
-		var buf [20]byte
-		sb.Write(strconv.AppendInt(buf[:0], v.AsInt(), 10))
-		return nil
+		return 1, depth, put(strconv.FormatInt(v.AsInt(), 10))
 
 	case KindFloat:
 		f := v.AsFloat()
 		if math.IsInf(f, 0) || math.IsNaN(f) {
-			return fmt.Errorf("tojson: cannot encode %v", f)
+			return 0, 0, fmt.Errorf("tojson: cannot encode %v", f)
 		}
-		var buf [32]byte
-		sb.Write(strconv.AppendFloat(buf[:0], f, 'g', -1, 64))
-		return nil
+		return 1, depth, put(strconv.FormatFloat(f, 'g', -1, 64))
 
 	case KindString:
-		return encodeJSONString(sb, v.AsString())
+		return 1, depth, encodeJSONString(b, sb, v.AsString())
 
 	case KindList:
-		sb.WriteByte('[')
+		values, maxDepth = 1, depth
+		if err := put("["); err != nil {
+			return 0, 0, err
+		}
 		for i, item := range v.AsList().Items {
 			if i > 0 {
-				sb.WriteString(itemSeparator)
+				if err := put(itemSeparator); err != nil {
+					return 0, 0, err
+				}
 			}
-			if err := encodeValueJSON(sb, item, itemSeparator, keySeparator); err != nil {
-				return err
+			n, d, err := encodeValueJSON(b, sb, item, itemSeparator, keySeparator, depth+1)
+			if err != nil {
+				return 0, 0, err
 			}
+			values, maxDepth = values+n, max(maxDepth, d)
 		}
-		sb.WriteByte(']')
-		return nil
+		return values, maxDepth, put("]")
 
 	case KindDict:
-		sb.WriteByte('{')
+		values, maxDepth = 1, depth
+		if err := put("{"); err != nil {
+			return 0, 0, err
+		}
 		d := v.AsDict()
 		for i, key := range d.Keys {
 			if i > 0 {
-				sb.WriteString(itemSeparator)
+				if err := put(itemSeparator); err != nil {
+					return 0, 0, err
+				}
 			}
-			if err := encodeJSONString(sb, key); err != nil {
-				return err
+			if err := encodeJSONString(b, sb, key); err != nil {
+				return 0, 0, err
 			}
-			sb.WriteString(keySeparator)
-			if err := encodeValueJSON(sb, d.Data[key], itemSeparator, keySeparator); err != nil {
-				return err
+			if err := put(keySeparator); err != nil {
+				return 0, 0, err
 			}
+			n, dep, err := encodeValueJSON(b, sb, d.Data[key], itemSeparator, keySeparator, depth+1)
+			if err != nil {
+				return 0, 0, err
+			}
+			values, maxDepth = values+n, max(maxDepth, dep)
 		}
-		sb.WriteByte('}')
-		return nil
+		return values, maxDepth, put("}")
 	}
 
-	sb.WriteString("null")
-	return nil
+	return 1, depth, put("null")
 }
 
 // encodeJSONString writes the JSON encoding of s without HTML-escaping (no
 // \u0026 / \u003c / \u003e), matching Python json.dumps's default behaviour.
-func encodeJSONString(sb *strings.Builder, s string) error {
+// The string's bytes are spent before encoding, what escaping adds after.
+func encodeJSONString(b *budget, sb *strings.Builder, s string) error {
+	if err := b.alloc(int64(len(s)) + 2); err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -479,24 +524,35 @@ func encodeJSONString(sb *strings.Builder, s string) error {
 	if n := len(out); n > 0 && out[n-1] == '\n' {
 		out = out[:n-1]
 	}
+	if err := b.alloc(int64(len(out) - len(s) - 2)); err != nil {
+		return err
+	}
 	sb.Write(out)
 	return nil
 }
 
-func filterFromjson(args []Value, kwargs map[string]Value) (Value, error) {
+func filterFromjson(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsString() {
 		return Undefined(), nil
 	}
 
+	// Decoding builds values in proportion to the text: spend its bytes and a step per byte.
+	src := args[0].AsString()
+	if err := b.alloc(int64(len(src))); err != nil {
+		return Undefined(), err
+	}
+	if err := b.step(int64(len(src))); err != nil {
+		return Undefined(), err
+	}
 	var result any
-	if err := json.Unmarshal([]byte(args[0].AsString()), &result); err != nil {
+	if err := json.Unmarshal([]byte(src), &result); err != nil {
 		return Undefined(), fmt.Errorf("fromjson: %w", err)
 	}
 
 	return FromGoValue(result), nil
 }
 
-func filterItems(args []Value, kwargs map[string]Value) (Value, error) {
+func filterItems(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || args[0].IsUndefined() {
 		return NewList(nil), nil
 	}
@@ -514,6 +570,9 @@ func filterItems(args []Value, kwargs map[string]Value) (Value, error) {
 	}
 
 	d := args[0].AsDict()
+	if err := b.step(int64(d.Len())); err != nil {
+		return Undefined(), err
+	}
 	items := make([]Value, 0, d.Len())
 	for _, key := range d.Keys {
 		pair := NewList([]Value{NewString(key), d.Data[key]})
@@ -523,30 +582,34 @@ func filterItems(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
+func filterJoin(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
 
 	if !args[0].IsList() {
-		return NewString(printValue(args[0])), nil
+		return NewString(printValue(b, args[0])), nil
 	}
 
 	sep := ""
 	if len(args) > 1 {
-		sep = printValue(args[1])
+		sep = printValue(b, args[1])
 	}
 	if s, ok := kwargs["d"]; ok {
-		sep = printValue(s)
+		sep = printValue(b, s)
 	}
 
 	attr := ""
 	if a, ok := kwargs["attribute"]; ok {
-		attr = printValue(a)
+		attr = printValue(b, a)
 	}
 
 	list := args[0].AsList()
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
+	}
 	parts := make([]string, list.Len())
+	size := mulSize(int64(len(sep)), int64(max(list.Len()-1, 0)))
 	for i, item := range list.Items {
 		if attr != "" && item.IsDict() {
 			v, ok := item.AsDict().Get(attr)
@@ -554,13 +617,18 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 				item = v
 			}
 		}
-		parts[i] = printValue(item)
+		parts[i] = printValue(b, item)
+		size = addSize(size, int64(len(parts[i])))
+	}
+	// The same long string may sit in the list many times: spend the joined size first.
+	if err := b.alloc(size); err != nil {
+		return Undefined(), err
 	}
 
 	return NewString(strings.Join(parts, sep)), nil
 }
 
-func filterDefault(args []Value, kwargs map[string]Value) (Value, error) {
+func filterDefault(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return Undefined(), nil
 	}
@@ -589,13 +657,13 @@ func filterDefault(args []Value, kwargs map[string]Value) (Value, error) {
 	return val, nil
 }
 
-func filterTrim(args []Value, kwargs map[string]Value) (Value, error) {
+func filterTrim(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
-	s := printValue(args[0])
+	s := printValue(b, args[0])
 	if len(args) > 1 {
-		chars := printValue(args[1])
+		chars := printValue(b, args[1])
 		s = strings.Trim(s, chars)
 	} else {
 		s = strings.TrimSpace(s)
@@ -603,26 +671,37 @@ func filterTrim(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewString(s), nil
 }
 
-func filterLower(args []Value, kwargs map[string]Value) (Value, error) {
+func filterLower(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
-	return NewString(strings.ToLower(printValue(args[0]))), nil
+	s := printValue(b, args[0])
+	if err := b.alloc(int64(len(s))); err != nil {
+		return Undefined(), err
+	}
+	return NewString(strings.ToLower(s)), nil
 }
 
-func filterUpper(args []Value, kwargs map[string]Value) (Value, error) {
+func filterUpper(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
-	return NewString(strings.ToUpper(printValue(args[0]))), nil
+	s := printValue(b, args[0])
+	if err := b.alloc(int64(len(s))); err != nil {
+		return Undefined(), err
+	}
+	return NewString(strings.ToUpper(s)), nil
 }
 
-func filterTitle(args []Value, kwargs map[string]Value) (Value, error) {
+func filterTitle(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
 
-	s := printValue(args[0])
+	s := printValue(b, args[0])
+	if err := b.alloc(int64(len(s))); err != nil {
+		return Undefined(), err
+	}
 	runes := []rune(s)
 	inWord := false
 	for i, r := range runes {
@@ -640,13 +719,16 @@ func filterTitle(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewString(string(runes)), nil
 }
 
-func filterCapitalize(args []Value, kwargs map[string]Value) (Value, error) {
+func filterCapitalize(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
-	s := printValue(args[0])
+	s := printValue(b, args[0])
 	if len(s) == 0 {
 		return NewString(""), nil
+	}
+	if err := b.alloc(int64(len(s))); err != nil {
+		return Undefined(), err
 	}
 	runes := []rune(s)
 	runes[0] = unicode.ToUpper(runes[0])
@@ -656,7 +738,7 @@ func filterCapitalize(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewString(string(runes)), nil
 }
 
-func filterFirst(args []Value, kwargs map[string]Value) (Value, error) {
+func filterFirst(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return Undefined(), nil
 	}
@@ -667,7 +749,7 @@ func filterFirst(args []Value, kwargs map[string]Value) (Value, error) {
 	return l.Get(0), nil
 }
 
-func filterLast(args []Value, kwargs map[string]Value) (Value, error) {
+func filterLast(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return Undefined(), nil
 	}
@@ -678,7 +760,7 @@ func filterLast(args []Value, kwargs map[string]Value) (Value, error) {
 	return l.Get(l.Len() - 1), nil
 }
 
-func filterLength(args []Value, kwargs map[string]Value) (Value, error) {
+func filterLength(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewInt(0), nil
 	}
@@ -690,19 +772,22 @@ func filterLength(args []Value, kwargs map[string]Value) (Value, error) {
 	case v.IsDict():
 		return NewInt(int64(v.AsDict().Len())), nil
 	case v.IsString():
-		return NewInt(int64(len([]rune(v.AsString())))), nil
+		return NewInt(int64(utf8.RuneCountInString(v.AsString()))), nil
 	}
 
 	return NewInt(0), nil
 }
 
-func filterReverse(args []Value, kwargs map[string]Value) (Value, error) {
+func filterReverse(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewList(nil), nil
 	}
 
 	v := args[0]
 	if v.IsString() {
+		if err := b.alloc(int64(len(v.AsString()))); err != nil {
+			return Undefined(), err
+		}
 		runes := []rune(v.AsString())
 		for i, j := 0, len(runes)-1; i < j; i, j = i+1, j-1 {
 			runes[i], runes[j] = runes[j], runes[i]
@@ -712,6 +797,9 @@ func filterReverse(args []Value, kwargs map[string]Value) (Value, error) {
 
 	if v.IsList() {
 		src := v.AsList().Items
+		if err := b.step(int64(len(src))); err != nil {
+			return Undefined(), err
+		}
 		items := make([]Value, len(src))
 		for i, item := range src {
 			items[len(src)-1-i] = item
@@ -722,12 +810,15 @@ func filterReverse(args []Value, kwargs map[string]Value) (Value, error) {
 	return v, nil
 }
 
-func filterSort(args []Value, kwargs map[string]Value) (Value, error) {
+func filterSort(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
 
 	src := args[0].AsList().Items
+	if err := b.step(int64(len(src))); err != nil {
+		return Undefined(), err
+	}
 	items := make([]Value, len(src))
 	copy(items, src)
 
@@ -736,27 +827,38 @@ func filterSort(args []Value, kwargs map[string]Value) (Value, error) {
 		reverse = r.AsBool()
 	}
 
+	// Every comparison is a step: past the budget they all answer false, which ends the sort
+	// quickly, and the breach is reported.
 	sort.SliceStable(items, func(i, j int) bool {
+		if b.step(1) != nil {
+			return false
+		}
 		cmp := compareValues(items[i], items[j])
 		if reverse {
 			return cmp > 0
 		}
 		return cmp < 0
 	})
+	if b.err != nil {
+		return Undefined(), b.err
+	}
 
 	return NewList(items), nil
 }
 
-func filterUnique(args []Value, kwargs map[string]Value) (Value, error) {
+func filterUnique(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
 
 	src := args[0].AsList().Items
+	if err := b.step(int64(len(src))); err != nil {
+		return Undefined(), err
+	}
 	seen := make(map[string]bool)
 	var items []Value
 	for _, item := range src {
-		key := printValue(item)
+		key := printValue(b, item)
 		if !seen[key] {
 			seen[key] = true
 			items = append(items, item)
@@ -766,7 +868,7 @@ func filterUnique(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterList(args []Value, kwargs map[string]Value) (Value, error) {
+func filterList(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewList(nil), nil
 	}
@@ -776,6 +878,9 @@ func filterList(args []Value, kwargs map[string]Value) (Value, error) {
 		return v, nil
 	}
 	if v.IsString() {
+		if err := b.step(int64(utf8.RuneCountInString(v.AsString()))); err != nil {
+			return Undefined(), err
+		}
 		runes := []rune(v.AsString())
 		items := make([]Value, len(runes))
 		for i, r := range runes {
@@ -787,41 +892,41 @@ func filterList(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList([]Value{v}), nil
 }
 
-func filterInt(args []Value, kwargs map[string]Value) (Value, error) {
+func filterInt(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewInt(0), nil
 	}
 	return NewInt(toInt64(args[0])), nil
 }
 
-func filterFloatConv(args []Value, kwargs map[string]Value) (Value, error) {
+func filterFloatConv(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewFloat(0), nil
 	}
 	return NewFloat(toFloat64(args[0])), nil
 }
 
-func filterString(args []Value, kwargs map[string]Value) (Value, error) {
+func filterString(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
-	return NewString(printValue(args[0])), nil
+	return NewString(printValue(b, args[0])), nil
 }
 
-func filterSafe(args []Value, kwargs map[string]Value) (Value, error) {
+func filterSafe(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
 	return args[0], nil
 }
 
-func filterReplace(args []Value, kwargs map[string]Value) (Value, error) {
+func filterReplace(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) < 3 {
 		return NewString(""), fmt.Errorf("replace: expected at least 3 arguments")
 	}
-	s := printValue(args[0])
-	old := printValue(args[1])
-	newStr := printValue(args[2])
+	s := printValue(b, args[0])
+	old := printValue(b, args[1])
+	newStr := printValue(b, args[2])
 
 	count := -1
 	if len(args) > 3 {
@@ -831,10 +936,27 @@ func filterReplace(args []Value, kwargs map[string]Value) (Value, error) {
 		count = int(toInt64(c))
 	}
 
+	return replaceBounded(b, s, old, newStr, count)
+}
+
+// replaceBounded is strings.Replace with the result's size spent before it is built: replacing
+// every character of a long string with another long string multiplies the two.
+func replaceBounded(b *budget, s, old, newStr string, count int) (Value, error) {
+	n := strings.Count(s, old)
+	if count >= 0 && count < n {
+		n = count
+	}
+	size := int64(len(s))
+	if grow := int64(len(newStr) - len(old)); grow > 0 {
+		size = addSize(size, mulSize(int64(n), grow))
+	}
+	if err := b.alloc(size); err != nil {
+		return Undefined(), err
+	}
 	return NewString(strings.Replace(s, old, newStr, count)), nil
 }
 
-func filterRound(args []Value, kwargs map[string]Value) (Value, error) {
+func filterRound(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewFloat(0), nil
 	}
@@ -857,7 +979,7 @@ func filterRound(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewFloat(rounded), nil
 }
 
-func filterAbs(args []Value, kwargs map[string]Value) (Value, error) {
+func filterAbs(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewInt(0), nil
 	}
@@ -877,16 +999,19 @@ func filterAbs(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewInt(0), nil
 }
 
-func filterMap(args []Value, kwargs map[string]Value) (Value, error) {
+func filterMap(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
 
 	list := args[0].AsList()
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
+	}
 
 	// map(attribute="name") form
 	if attr, ok := kwargs["attribute"]; ok {
-		attrName := printValue(attr)
+		attrName := printValue(b, attr)
 		defVal := Undefined()
 		if d, ok := kwargs["default"]; ok {
 			defVal = d
@@ -911,12 +1036,15 @@ func filterMap(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(list.Items), nil
 }
 
-func filterSelect(args []Value, kwargs map[string]Value) (Value, error) {
+func filterSelect(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
 
 	list := args[0].AsList()
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
+	}
 	testName := ""
 	if len(args) > 1 && args[1].IsString() {
 		testName = args[1].AsString()
@@ -931,7 +1059,7 @@ func filterSelect(args []Value, kwargs map[string]Value) (Value, error) {
 				items = append(items, item)
 			}
 		} else {
-			result, err := evalTest(testName, item, testArgs)
+			result, err := evalTest(b, testName, item, testArgs)
 			if err != nil {
 				return Undefined(), err
 			}
@@ -944,12 +1072,15 @@ func filterSelect(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterReject(args []Value, kwargs map[string]Value) (Value, error) {
+func filterReject(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
 
 	list := args[0].AsList()
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
+	}
 	testName := ""
 	if len(args) > 1 && args[1].IsString() {
 		testName = args[1].AsString()
@@ -964,7 +1095,7 @@ func filterReject(args []Value, kwargs map[string]Value) (Value, error) {
 				items = append(items, item)
 			}
 		} else {
-			result, err := evalTest(testName, item, testArgs)
+			result, err := evalTest(b, testName, item, testArgs)
 			if err != nil {
 				return Undefined(), err
 			}
@@ -977,16 +1108,19 @@ func filterReject(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterSelectattr(args []Value, kwargs map[string]Value) (Value, error) {
+func filterSelectattr(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) < 2 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
 
 	list := args[0].AsList()
-	attrName := printValue(args[1])
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
+	}
+	attrName := printValue(b, args[1])
 	testName := "truthy"
 	if len(args) > 2 {
-		testName = printValue(args[2])
+		testName = printValue(b, args[2])
 	}
 
 	testArgs := args[3:]
@@ -1005,7 +1139,7 @@ func filterSelectattr(args []Value, kwargs map[string]Value) (Value, error) {
 				items = append(items, item)
 			}
 		} else {
-			result, err := evalTest(testName, attrVal, testArgs)
+			result, err := evalTest(b, testName, attrVal, testArgs)
 			if err != nil {
 				return Undefined(), err
 			}
@@ -1018,16 +1152,19 @@ func filterSelectattr(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterRejectattr(args []Value, kwargs map[string]Value) (Value, error) {
+func filterRejectattr(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) < 2 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
 
 	list := args[0].AsList()
-	attrName := printValue(args[1])
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
+	}
+	attrName := printValue(b, args[1])
 	testName := "truthy"
 	if len(args) > 2 {
-		testName = printValue(args[2])
+		testName = printValue(b, args[2])
 	}
 
 	testArgs := args[3:]
@@ -1046,7 +1183,7 @@ func filterRejectattr(args []Value, kwargs map[string]Value) (Value, error) {
 				items = append(items, item)
 			}
 		} else {
-			result, err := evalTest(testName, attrVal, testArgs)
+			result, err := evalTest(b, testName, attrVal, testArgs)
 			if err != nil {
 				return Undefined(), err
 			}
@@ -1059,12 +1196,12 @@ func filterRejectattr(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterIndent(args []Value, kwargs map[string]Value) (Value, error) {
+func filterIndent(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
 
-	s := printValue(args[0])
+	s := printValue(b, args[0])
 	width := 4
 	if len(args) > 1 {
 		width = int(toInt64(args[1]))
@@ -1081,6 +1218,16 @@ func filterIndent(args []Value, kwargs map[string]Value) (Value, error) {
 		indentFirst = f.IsTruthy()
 	}
 
+	// Python's " " * width is empty for a negative width (strings.Repeat would panic). Every
+	// line may get the pad: spend that before building anything.
+	width = max(width, 0)
+	nlines := int64(strings.Count(s, "\n") + 1)
+	if err := b.step(nlines); err != nil {
+		return Undefined(), err
+	}
+	if err := b.alloc(addSize(int64(len(s)), mulSize(nlines, int64(width)))); err != nil {
+		return Undefined(), err
+	}
 	pad := strings.Repeat(" ", width)
 	lines := strings.Split(s, "\n")
 	for i, line := range lines {
@@ -1095,19 +1242,23 @@ func filterIndent(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewString(strings.Join(lines, "\n")), nil
 }
 
-func filterWordcount(args []Value, kwargs map[string]Value) (Value, error) {
+func filterWordcount(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewInt(0), nil
 	}
-	words := strings.Fields(printValue(args[0]))
+	words := strings.Fields(printValue(b, args[0]))
 	return NewInt(int64(len(words))), nil
 }
 
-func filterEscape(args []Value, kwargs map[string]Value) (Value, error) {
+func filterEscape(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
-	s := printValue(args[0])
+	s := printValue(b, args[0])
+	grow := 4*strings.Count(s, "&") + 3*strings.Count(s, "<") + 3*strings.Count(s, ">") + 5*strings.Count(s, `"`) + 4*strings.Count(s, "'")
+	if err := b.alloc(int64(len(s) + grow)); err != nil {
+		return Undefined(), err
+	}
 	s = strings.ReplaceAll(s, "&", "&amp;")
 	s = strings.ReplaceAll(s, "<", "&lt;")
 	s = strings.ReplaceAll(s, ">", "&gt;")
@@ -1116,7 +1267,7 @@ func filterEscape(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewString(s), nil
 }
 
-func filterDictsort(args []Value, kwargs map[string]Value) (Value, error) {
+func filterDictsort(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsDict() {
 		return NewList(nil), nil
 	}
@@ -1127,16 +1278,25 @@ func filterDictsort(args []Value, kwargs map[string]Value) (Value, error) {
 		reverse = r.AsBool()
 	}
 
+	if err := b.step(int64(len(d.Keys))); err != nil {
+		return Undefined(), err
+	}
 	keys := make([]string, len(d.Keys))
 	copy(keys, d.Keys)
 
 	sort.SliceStable(keys, func(i, j int) bool {
+		if b.step(1) != nil {
+			return false
+		}
 		if reverse {
 			return keys[i] > keys[j]
 		}
 		return keys[i] < keys[j]
 	})
 
+	if b.err != nil {
+		return Undefined(), b.err
+	}
 	items := make([]Value, len(keys))
 	for i, key := range keys {
 		items[i] = NewList([]Value{NewString(key), d.Data[key]})
@@ -1145,7 +1305,7 @@ func filterDictsort(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterMax(args []Value, kwargs map[string]Value) (Value, error) {
+func filterMax(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return Undefined(), nil
 	}
@@ -1153,6 +1313,9 @@ func filterMax(args []Value, kwargs map[string]Value) (Value, error) {
 	list := args[0].AsList()
 	if list.Len() == 0 {
 		return Undefined(), nil
+	}
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
 	}
 
 	maxVal := list.Items[0]
@@ -1165,7 +1328,7 @@ func filterMax(args []Value, kwargs map[string]Value) (Value, error) {
 	return maxVal, nil
 }
 
-func filterMin(args []Value, kwargs map[string]Value) (Value, error) {
+func filterMin(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return Undefined(), nil
 	}
@@ -1173,6 +1336,9 @@ func filterMin(args []Value, kwargs map[string]Value) (Value, error) {
 	list := args[0].AsList()
 	if list.Len() == 0 {
 		return Undefined(), nil
+	}
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
 	}
 
 	minVal := list.Items[0]
@@ -1185,12 +1351,15 @@ func filterMin(args []Value, kwargs map[string]Value) (Value, error) {
 	return minVal, nil
 }
 
-func filterSum(args []Value, kwargs map[string]Value) (Value, error) {
+func filterSum(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewInt(0), nil
 	}
 
 	list := args[0].AsList()
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
+	}
 	var sumF float64
 	isFloat := false
 
@@ -1209,7 +1378,7 @@ func filterSum(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewInt(int64(sumF)), nil
 }
 
-func filterBatch(args []Value, kwargs map[string]Value) (Value, error) {
+func filterBatch(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) < 2 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
@@ -1218,6 +1387,9 @@ func filterBatch(args []Value, kwargs map[string]Value) (Value, error) {
 	linecount := int(toInt64(args[1]))
 	if linecount <= 0 {
 		return NewList(nil), nil
+	}
+	if err := b.step(int64(list.Len())); err != nil {
+		return Undefined(), err
 	}
 
 	var batches []Value
@@ -1290,10 +1462,10 @@ func compareValues(a, b Value) int {
 	return 0
 }
 
-func containsValue(container, item Value) bool {
+func containsValue(b *budget, container, item Value) bool {
 	if container.IsList() {
 		for _, v := range container.AsList().Items {
-			if v.Equals(item) {
+			if equalValues(b, v, item, 0) {
 				return true
 			}
 		}
@@ -1309,7 +1481,8 @@ func containsValue(container, item Value) bool {
 }
 
 // valueToGo converts a Value back to a plain Go type suitable for
-// json.Marshal.
+// json.Marshal. Only tojson(indent=...) calls it, after encodeValueJSON walked the same value
+// under the budget (so it is neither cyclic nor too deep).
 func valueToGo(v Value) any {
 	switch v.kind {
 	case KindUndefined, KindNone:
@@ -1342,11 +1515,12 @@ func valueToGo(v Value) any {
 	return nil
 }
 
-// printValue converts a Value to its template output string. Unlike
+// printValue converts a Value to its template output string, printing lists and dicts under
+// the budget (a breach gives "" and stays recorded in b). Unlike
 // String() which returns a Python-style repr, printValue returns the
 // raw text for template rendering (no quotes around strings, empty
 // string for None/Undefined).
-func printValue(v Value) string {
+func printValue(b *budget, v Value) string {
 	switch v.kind {
 	case KindUndefined:
 		return ""
@@ -1365,10 +1539,13 @@ func printValue(v Value) string {
 		return s
 	case KindString:
 		return v.AsString()
-	case KindList:
-		return v.String()
-	case KindDict:
-		return v.String()
+	case KindList, KindDict:
+		var sb strings.Builder
+		writeRepr(b, &sb, v, 0)
+		if b.err != nil {
+			return ""
+		}
+		return sb.String()
 	case KindCallable:
 		return ""
 	}

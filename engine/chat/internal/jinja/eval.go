@@ -1,3 +1,9 @@
+// Modified by vkllm: every evaluator of a render shares a budget (limits.go). Statements,
+// expressions and loop iterations spend steps; output and built strings spend bytes, checked
+// before the string is built where its size is known (*, +, ~, replace, format); macro and
+// caller() calls count against the recursion depth; slices clamp their bounds before looping;
+// printing and comparing nested values are bounded walks.
+
 package jinja
 
 import (
@@ -5,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 var (
@@ -47,6 +54,24 @@ type evaluator struct {
 	scope    *scope
 	builtins *scope
 	output   strings.Builder
+	b        *budget
+}
+
+// write appends s to the output, spending its bytes.
+func (e *evaluator) write(s string) error {
+	if err := e.b.alloc(int64(len(s))); err != nil {
+		return err
+	}
+	e.output.WriteString(s)
+	return nil
+}
+
+// call invokes a callable with this render's budget.
+func (e *evaluator) call(fn Value, args []Value, kwargs map[string]Value) (Value, error) {
+	if err := e.b.step(1); err != nil {
+		return Undefined(), err
+	}
+	return fn.AsCallable().Fn(e.b, args, kwargs)
 }
 
 func (e *evaluator) execNodes(nodes []node) error {
@@ -59,18 +84,23 @@ func (e *evaluator) execNodes(nodes []node) error {
 }
 
 func (e *evaluator) execNode(n node) error {
+	if err := e.b.step(1); err != nil {
+		return err
+	}
+	if err := e.b.push(); err != nil {
+		return err
+	}
+	defer e.b.pop()
 	switch nd := n.(type) {
 	case *textNode:
-		e.output.WriteString(nd.text)
-		return nil
+		return e.write(nd.text)
 
 	case *outputNode:
 		val, err := e.evalExpr(nd.expression)
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(val))
-		return nil
+		return e.write(printValue(e.b, val))
 
 	case *ifNode:
 		return e.execIf(nd)
@@ -133,11 +163,18 @@ func (e *evaluator) execFor(n *forNode) error {
 		items = iterVal.AsList().Items
 	case iterVal.IsDict():
 		d := iterVal.AsDict()
+		if err := e.b.step(int64(d.Len())); err != nil {
+			return err
+		}
 		for _, key := range d.Keys {
 			items = append(items, NewString(key))
 		}
 	case iterVal.IsString():
-		for _, r := range iterVal.AsString() {
+		s := iterVal.AsString()
+		if err := e.b.step(int64(utf8.RuneCountInString(s))); err != nil {
+			return err
+		}
+		for _, r := range s {
 			items = append(items, NewString(string(r)))
 		}
 	default:
@@ -183,6 +220,9 @@ func (e *evaluator) execFor(n *forNode) error {
 	child.set("loop", loop)
 
 	for i, item := range items {
+		if err := e.b.step(1); err != nil {
+			return err
+		}
 		// Set loop variable(s).
 		if n.keyVar != "" {
 			// Destructuring: for key, val in items
@@ -219,7 +259,7 @@ func (e *evaluator) execFor(n *forNode) error {
 
 		// cycle function — capture idx by value for closure correctness.
 		cycleIdx := idx
-		ld.Data["cycle"] = NewCallable("loop.cycle", func(args []Value, kwargs map[string]Value) (Value, error) {
+		ld.Data["cycle"] = NewCallable("loop.cycle", func(_ *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) == 0 {
 				return Undefined(), nil
 			}
@@ -269,6 +309,7 @@ func (e *evaluator) execSetBlock(n *setBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		b:        e.b,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -283,7 +324,11 @@ func (e *evaluator) execMacro(n *macroNode) error {
 	body := n.body
 	parentScope := e.scope
 
-	fn := NewCallable(n.name, func(args []Value, kwargs map[string]Value) (Value, error) {
+	fn := NewCallable(n.name, func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
+		if err := b.enter(); err != nil {
+			return Undefined(), err
+		}
+		defer b.leave()
 		child := newScope(parentScope)
 
 		// Bind positional args.
@@ -293,7 +338,7 @@ func (e *evaluator) execMacro(n *macroNode) error {
 			} else if v, ok := kwargs[param.name]; ok {
 				child.set(param.name, v)
 			} else if param.defaultVal != nil {
-				defEval := evaluator{scope: child, builtins: e.builtins}
+				defEval := evaluator{scope: child, builtins: e.builtins, b: b}
 				defVal, err := defEval.evalExpr(param.defaultVal)
 				if err != nil {
 					return Undefined(), err
@@ -312,6 +357,7 @@ func (e *evaluator) execMacro(n *macroNode) error {
 		macroEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			b:        b,
 		}
 
 		if err := macroEval.execNodes(body); err != nil {
@@ -331,7 +377,11 @@ func (e *evaluator) execCall(n *callNode) error {
 	body := n.body
 	parentScope := e.scope
 
-	caller := NewCallable("caller", func(args []Value, kwargs map[string]Value) (Value, error) {
+	caller := NewCallable("caller", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
+		if err := b.enter(); err != nil {
+			return Undefined(), err
+		}
+		defer b.leave()
 		child := newScope(parentScope)
 		for i, argName := range callerArgs {
 			if i < len(args) {
@@ -342,6 +392,7 @@ func (e *evaluator) execCall(n *callNode) error {
 		callerEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			b:        b,
 		}
 		if err := callerEval.execNodes(body); err != nil {
 			return Undefined(), err
@@ -378,12 +429,11 @@ func (e *evaluator) execCall(n *callNode) error {
 			kwargs[kw.name] = v
 		}
 
-		result, err := fn.AsCallable().Fn(args, kwargs)
+		result, err := e.call(fn, args, kwargs)
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
-		return nil
+		return e.write(printValue(e.b, result))
 	}
 
 	// Fallback: evaluate expression and call with caller.
@@ -395,12 +445,11 @@ func (e *evaluator) execCall(n *callNode) error {
 		return fmt.Errorf("call: expression is not callable")
 	}
 
-	result, err := fn.AsCallable().Fn(nil, map[string]Value{"caller": caller})
+	result, err := e.call(fn, nil, map[string]Value{"caller": caller})
 	if err != nil {
 		return err
 	}
-	e.output.WriteString(printValue(result))
-	return nil
+	return e.write(printValue(e.b, result))
 }
 
 func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
@@ -408,6 +457,7 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		b:        e.b,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -420,17 +470,15 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 		if !ok {
 			return fmt.Errorf("unknown filter %q", fe.name)
 		}
-		result, err := filterVal.AsCallable().Fn([]Value{NewString(bodyStr)}, nil)
+		result, err := e.call(filterVal, []Value{NewString(bodyStr)}, nil)
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
-		return nil
+		return e.write(printValue(e.b, result))
 	}
 
 	// For more complex filter expressions, just output the body.
-	e.output.WriteString(bodyStr)
-	return nil
+	return e.write(bodyStr)
 }
 
 // =============================================================================
@@ -438,6 +486,13 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 // =============================================================================
 
 func (e *evaluator) evalExpr(ex expr) (Value, error) {
+	if err := e.b.step(1); err != nil {
+		return Undefined(), err
+	}
+	if err := e.b.push(); err != nil {
+		return Undefined(), err
+	}
+	defer e.b.pop()
 	switch n := ex.(type) {
 	case *litExpr:
 		return n.val, nil
@@ -496,7 +551,7 @@ func (e *evaluator) evalExpr(ex expr) (Value, error) {
 			if err != nil {
 				return Undefined(), err
 			}
-			dict.Set(printValue(key), val)
+			dict.Set(printValue(e.b, key), val)
 		}
 		return d, nil
 
@@ -558,7 +613,7 @@ func (e *evaluator) evalItem(n *itemExpr) (Value, error) {
 	}
 
 	if obj.IsDict() {
-		k := printValue(key)
+		k := printValue(e.b, key)
 		if v, ok := obj.AsDict().Get(k); ok {
 			return v, nil
 		}
@@ -566,16 +621,22 @@ func (e *evaluator) evalItem(n *itemExpr) (Value, error) {
 	}
 
 	if obj.IsString() {
-		idx := int(toInt64(key))
+		idx := toInt64(key)
 		s := obj.AsString()
-		runes := []rune(s)
 		if idx < 0 {
-			idx += len(runes)
+			idx += int64(utf8.RuneCountInString(s))
 		}
-		if idx < 0 || idx >= len(runes) {
+		if idx < 0 {
 			return Undefined(), nil
 		}
-		return NewString(string(runes[idx])), nil
+		// Walk to the idx-th character instead of converting the whole string to runes.
+		for _, r := range s {
+			if idx == 0 {
+				return NewString(string(r)), nil
+			}
+			idx--
+		}
+		return Undefined(), nil
 	}
 
 	return Undefined(), nil
@@ -589,52 +650,18 @@ func (e *evaluator) evalSlice(n *sliceExpr) (Value, error) {
 
 	if obj.IsList() {
 		list := obj.AsList()
-		length := list.Len()
-		start, stop, step := resolveSlice(n, e, length)
-
-		// Fast path for the overwhelmingly common step==1 case
-		// (e.g. messages[1:] in chat templates). A single allocation
-		// of the exact size avoids the geometric growth of append.
-		// Aliasing the source slice would be unsafe because List.Append
-		// could later mutate beyond Len() into the backing array.
-		if step == 1 {
-			if start < 0 {
-				start = 0
-			}
-			if stop > length {
-				stop = length
-			}
-			if start >= stop {
-				return NewList(nil), nil
-			}
-			items := make([]Value, stop-start)
-			copy(items, list.Items[start:stop])
-			return NewList(items), nil
+		start, step, count, err := e.resolveSlice(n, list.Len())
+		if err != nil {
+			return Undefined(), err
 		}
-
-		var items []Value
-		if step > 0 {
-			// Pre-size to the maximum possible iteration count to
-			// avoid append's geometric growth allocations.
-			count := (stop - start + step - 1) / step
-			if count > 0 {
-				items = make([]Value, 0, count)
-			}
-			for i := start; i < stop; i += step {
-				if i >= 0 && i < length {
-					items = append(items, list.Items[i])
-				}
-			}
-		} else if step < 0 {
-			count := (start - stop - step - 1) / -step
-			if count > 0 {
-				items = make([]Value, 0, count)
-			}
-			for i := start; i > stop; i += step {
-				if i >= 0 && i < length {
-					items = append(items, list.Items[i])
-				}
-			}
+		if count == 0 {
+			return NewList(nil), nil
+		}
+		// A new backing array: aliasing the source slice would be unsafe
+		// because List.Append could later mutate beyond Len().
+		items := make([]Value, 0, count)
+		for i := start; len(items) < count; i += step {
+			items = append(items, list.Items[i])
 		}
 		return NewList(items), nil
 	}
@@ -642,63 +669,34 @@ func (e *evaluator) evalSlice(n *sliceExpr) (Value, error) {
 	if obj.IsString() {
 		s := obj.AsString()
 
-		// ASCII fast path. Most chat-template string slicing operates
-		// on tag/role names or message content that is ASCII; for those
-		// we can index by byte and skip the []rune conversion entirely.
-		// This is the dominant cost in the kronk dense profile because
-		// the system prompt can be tens of thousands of bytes.
+		// ASCII fast path: byte indexing gives the same result as
+		// code-point indexing and skips the []rune conversion.
 		if isASCII(s) {
-			length := len(s)
-			start, stop, step := resolveSlice(n, e, length)
-
+			start, step, count, err := e.resolveSlice(n, len(s))
+			if err != nil {
+				return Undefined(), err
+			}
+			if count == 0 {
+				return NewString(""), nil
+			}
 			if step == 1 {
-				if start < 0 {
-					start = 0
-				}
-				if stop > length {
-					stop = length
-				}
-				if start >= stop {
-					return NewString(""), nil
-				}
-				return NewString(s[start:stop]), nil
+				return NewString(s[start : start+count]), nil
 			}
-
-			if step == -1 {
-				if start >= length {
-					start = length - 1
-				}
-				if stop < -1 {
-					stop = -1
-				}
-				if start <= stop {
-					return NewString(""), nil
-				}
-				buf := make([]byte, 0, start-stop)
-				for i := start; i > stop; i-- {
-					buf = append(buf, s[i])
-				}
-				return NewString(string(buf)), nil
+			buf := make([]byte, 0, count)
+			for i := start; len(buf) < count; i += step {
+				buf = append(buf, s[i])
 			}
-			// Fall through to the general path for unusual steps.
+			return NewString(string(buf)), nil
 		}
 
 		runes := []rune(s)
-		length := len(runes)
-		start, stop, step := resolveSlice(n, e, length)
-		var result []rune
-		if step > 0 {
-			for i := start; i < stop; i += step {
-				if i >= 0 && i < length {
-					result = append(result, runes[i])
-				}
-			}
-		} else if step < 0 {
-			for i := start; i > stop; i += step {
-				if i >= 0 && i < length {
-					result = append(result, runes[i])
-				}
-			}
+		start, step, count, err := e.resolveSlice(n, len(runes))
+		if err != nil {
+			return Undefined(), err
+		}
+		result := make([]rune, 0, count)
+		for i := start; len(result) < count; i += step {
+			result = append(result, runes[i])
 		}
 		return NewString(string(result)), nil
 	}
@@ -718,43 +716,78 @@ func isASCII(s string) bool {
 	return true
 }
 
-func resolveSlice(n *sliceExpr, e *evaluator, length int) (int, int, int) {
-	step := 1
-	if n.step != nil {
-		v, _ := e.evalExpr(n.step)
-		step = int(toInt64(v))
-		if step == 0 {
-			step = 1
+// resolveSlice evaluates a slice's bounds and clamps them to a sequence of length items as
+// Python's slice.indices does (a zero step counts as 1, as upstream had it), and returns count,
+// the number of items the slice selects: start, start+step, ... (count of them) are all in
+// range. The items are spent as steps.
+func (e *evaluator) resolveSlice(n *sliceExpr, length int) (start, step, count int, err error) {
+	bound := func(x expr, def int) (int, bool, error) {
+		if x == nil {
+			return def, false, nil
 		}
-	}
-
-	var start, stop int
-
-	if step > 0 {
-		start = 0
-		stop = length
-	} else {
-		start = length - 1
-		stop = -length - 1
-	}
-
-	if n.start != nil {
-		v, _ := e.evalExpr(n.start)
-		start = int(toInt64(v))
-		if start < 0 {
-			start += length
+		v, err := e.evalExpr(x)
+		if err != nil {
+			return 0, false, err
 		}
-	}
-
-	if n.stop != nil {
-		v, _ := e.evalExpr(n.stop)
-		stop = int(toInt64(v))
-		if stop < 0 {
-			stop += length
+		if v.IsNone() || v.IsUndefined() {
+			return def, false, nil
 		}
+		n := toInt64(v)
+		n = max(min(n, math.MaxInt32), math.MinInt32) // beyond any real length either way
+		return int(n), true, nil
 	}
 
-	return start, stop, step
+	step, _, err = bound(n.step, 1)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if step == 0 {
+		step = 1
+	}
+	lower, upper := 0, length
+	if step < 0 {
+		lower, upper = -1, length-1
+	}
+	clamp := func(x int) int {
+		if x < 0 {
+			x += length
+			if x < lower {
+				x = lower
+			}
+		} else if x > upper {
+			x = upper
+		}
+		return x
+	}
+	defStart, defStop := lower, upper
+	if step < 0 {
+		defStart, defStop = upper, lower
+	}
+	start, given, err := bound(n.start, defStart)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if given {
+		start = clamp(start)
+	}
+	stop, given, err := bound(n.stop, defStop)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if given {
+		stop = clamp(stop)
+	}
+
+	switch {
+	case step > 0 && stop > start:
+		count = (stop - start + step - 1) / step
+	case step < 0 && start > stop:
+		count = (start - stop - step - 1) / -step
+	}
+	if err := e.b.step(int64(count)); err != nil {
+		return 0, 0, 0, err
+	}
+	return start, step, count, nil
 }
 
 func (e *evaluator) evalUnary(n *unaryExpr) (Value, error) {
@@ -817,11 +850,11 @@ func (e *evaluator) evalBinary(n *binExpr) (Value, error) {
 
 	switch n.op {
 	case "+":
-		return addValues(left, right), nil
+		return addValues(e.b, left, right)
 	case "-":
 		return subValues(left, right), nil
 	case "*":
-		return mulValues(left, right), nil
+		return mulValues(e.b, left, right)
 	case "/":
 		return divValues(left, right), nil
 	case "//":
@@ -831,11 +864,11 @@ func (e *evaluator) evalBinary(n *binExpr) (Value, error) {
 	case "**":
 		return powValues(left, right), nil
 	case "~":
-		return NewString(printValue(left) + printValue(right)), nil
+		return concatStrings(e.b, printValue(e.b, left), printValue(e.b, right))
 	case "==":
-		return NewBool(valuesEqual(left, right)), nil
+		return NewBool(valuesEqual(e.b, left, right)), nil
 	case "!=":
-		return NewBool(!valuesEqual(left, right)), nil
+		return NewBool(!valuesEqual(e.b, left, right)), nil
 	case "<":
 		return NewBool(compareValues(left, right) < 0), nil
 	case ">":
@@ -845,9 +878,9 @@ func (e *evaluator) evalBinary(n *binExpr) (Value, error) {
 	case ">=":
 		return NewBool(compareValues(left, right) >= 0), nil
 	case "in":
-		return NewBool(containsValue(right, left)), nil
+		return NewBool(containsValue(e.b, right, left)), nil
 	case "not in":
-		return NewBool(!containsValue(right, left)), nil
+		return NewBool(!containsValue(e.b, right, left)), nil
 	}
 
 	return Undefined(), fmt.Errorf("unknown binary operator %q", n.op)
@@ -877,7 +910,7 @@ func (e *evaluator) evalCallExpr(n *callExpr) (Value, error) {
 	}
 
 	if !fn.IsCallable() {
-		return Undefined(), fmt.Errorf("%s is not callable: %s", callableName(n.fn), fn.String())
+		return Undefined(), fmt.Errorf("%s is not callable: %s", callableName(n.fn), shortRepr(fn))
 	}
 
 	args := make([]Value, len(n.args))
@@ -901,7 +934,7 @@ func (e *evaluator) evalCallExpr(n *callExpr) (Value, error) {
 		}
 	}
 
-	return fn.AsCallable().Fn(args, kwargs)
+	return e.call(fn, args, kwargs)
 }
 
 func callableName(ex expr) string {
@@ -963,7 +996,7 @@ func (e *evaluator) evalFilter(n *filterExpr) (Value, error) {
 		}
 	}
 
-	return filterVal.AsCallable().Fn(args, kwargs)
+	return e.call(filterVal, args, kwargs)
 }
 
 func (e *evaluator) evalTestExpr(n *testExpr) (Value, error) {
@@ -981,7 +1014,7 @@ func (e *evaluator) evalTestExpr(n *testExpr) (Value, error) {
 		testArgs = append(testArgs, v)
 	}
 
-	result, err := evalTest(n.name, val, testArgs)
+	result, err := evalTest(e.b, n.name, val, testArgs)
 	if err != nil {
 		return Undefined(), err
 	}
@@ -1002,17 +1035,17 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 
 	switch method {
 	case "strip":
-		return e.makeStringFunc("strip", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("strip", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) > 0 {
-				return NewString(strings.Trim(s, printValue(args[0]))), nil
+				return NewString(strings.Trim(s, printValue(b, args[0]))), nil
 			}
 			return NewString(strings.TrimSpace(s)), nil
 		}), nil
 
 	case "lstrip":
-		return e.makeStringFunc("lstrip", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("lstrip", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) > 0 {
-				return NewString(strings.TrimLeft(s, printValue(args[0]))), nil
+				return NewString(strings.TrimLeft(s, printValue(b, args[0]))), nil
 			}
 			return NewString(strings.TrimLeftFunc(s, func(r rune) bool {
 				return r == ' ' || r == '\t' || r == '\n' || r == '\r'
@@ -1020,9 +1053,9 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "rstrip":
-		return e.makeStringFunc("rstrip", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("rstrip", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) > 0 {
-				return NewString(strings.TrimRight(s, printValue(args[0]))), nil
+				return NewString(strings.TrimRight(s, printValue(b, args[0]))), nil
 			}
 			return NewString(strings.TrimRightFunc(s, func(r rune) bool {
 				return r == ' ' || r == '\t' || r == '\n' || r == '\r'
@@ -1030,16 +1063,22 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "split":
-		return e.makeStringFunc("split", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("split", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) == 0 {
 				parts := strings.Fields(s)
+				if err := b.step(int64(len(parts))); err != nil {
+					return Undefined(), err
+				}
 				items := make([]Value, len(parts))
 				for i, p := range parts {
 					items[i] = NewString(p)
 				}
 				return NewList(items), nil
 			}
-			sep := printValue(args[0])
+			sep := printValue(b, args[0])
+			if err := b.step(int64(strings.Count(s, sep) + 1)); err != nil {
+				return Undefined(), err
+			}
 			parts := strings.Split(s, sep)
 			items := make([]Value, len(parts))
 			for i, p := range parts {
@@ -1049,48 +1088,57 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "startswith":
-		return e.makeStringFunc("startswith", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("startswith", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) == 0 {
 				return NewBool(false), nil
 			}
-			return NewBool(strings.HasPrefix(s, printValue(args[0]))), nil
+			return NewBool(strings.HasPrefix(s, printValue(b, args[0]))), nil
 		}), nil
 
 	case "endswith":
-		return e.makeStringFunc("endswith", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("endswith", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) == 0 {
 				return NewBool(false), nil
 			}
-			return NewBool(strings.HasSuffix(s, printValue(args[0]))), nil
+			return NewBool(strings.HasSuffix(s, printValue(b, args[0]))), nil
 		}), nil
 
 	case "replace":
-		return e.makeStringFunc("replace", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("replace", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) < 2 {
 				return NewString(s), nil
 			}
-			old := printValue(args[0])
-			newStr := printValue(args[1])
+			old := printValue(b, args[0])
+			newStr := printValue(b, args[1])
 			count := -1
 			if len(args) > 2 {
 				count = int(toInt64(args[2]))
 			}
-			return NewString(strings.Replace(s, old, newStr, count)), nil
+			return replaceBounded(b, s, old, newStr, count)
 		}), nil
 
 	case "upper":
-		return e.makeStringFunc("upper", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("upper", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
+			if err := b.alloc(int64(len(s))); err != nil {
+				return Undefined(), err
+			}
 			return NewString(strings.ToUpper(s)), nil
 		}), nil
 
 	case "lower":
-		return e.makeStringFunc("lower", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("lower", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
+			if err := b.alloc(int64(len(s))); err != nil {
+				return Undefined(), err
+			}
 			return NewString(strings.ToLower(s)), nil
 		}), nil
 
 	case "title":
-		return e.makeStringFunc("title", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("title", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			// Simple title case: capitalize first letter of each word.
+			if err := b.alloc(int64(len(s))); err != nil {
+				return Undefined(), err
+			}
 			runes := []rune(s)
 			inWord := false
 			for i, r := range runes {
@@ -1105,9 +1153,12 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "capitalize":
-		return e.makeStringFunc("capitalize", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("capitalize", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(s) == 0 {
 				return NewString(""), nil
+			}
+			if err := b.alloc(int64(len(s))); err != nil {
+				return Undefined(), err
 			}
 			runes := []rune(s)
 			runes[0] = []rune(strings.ToUpper(string(runes[0])))[0]
@@ -1115,28 +1166,35 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "count":
-		return e.makeStringFunc("count", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("count", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) == 0 {
 				return NewInt(0), nil
 			}
-			return NewInt(int64(strings.Count(s, printValue(args[0])))), nil
+			return NewInt(int64(strings.Count(s, printValue(b, args[0])))), nil
 		}), nil
 
 	case "find":
-		return e.makeStringFunc("find", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("find", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) == 0 {
 				return NewInt(-1), nil
 			}
-			return NewInt(int64(strings.Index(s, printValue(args[0])))), nil
+			return NewInt(int64(strings.Index(s, printValue(b, args[0])))), nil
 		}), nil
 
 	case "format":
-		return e.makeStringFunc("format", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return e.makeStringFunc("format", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			result := s
 			for i, arg := range args {
 				placeholder := fmt.Sprintf("{%d}", i)
-				result = strings.ReplaceAll(result, placeholder, printValue(arg))
-				result = strings.Replace(result, "{}", printValue(arg), 1)
+				text := printValue(b, arg)
+				v, err := replaceBounded(b, result, placeholder, text, -1)
+				if err != nil {
+					return Undefined(), err
+				}
+				if v, err = replaceBounded(b, v.AsString(), "{}", text, 1); err != nil {
+					return Undefined(), err
+				}
+				result = v.AsString()
 			}
 			return NewString(result), nil
 		}), nil
@@ -1145,7 +1203,7 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 	return Undefined(), nil
 }
 
-func (e *evaluator) makeStringFunc(name string, fn func([]Value, map[string]Value) (Value, error)) Value {
+func (e *evaluator) makeStringFunc(name string, fn func(*budget, []Value, map[string]Value) (Value, error)) Value {
 	return NewCallable("str."+name, fn)
 }
 
@@ -1158,7 +1216,7 @@ func (e *evaluator) listMethod(obj Value, method string) (Value, error) {
 
 	switch method {
 	case "append":
-		return NewCallable("list.append", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return NewCallable("list.append", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) > 0 {
 				list.Append(args[0])
 			}
@@ -1166,7 +1224,7 @@ func (e *evaluator) listMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "pop":
-		return NewCallable("list.pop", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return NewCallable("list.pop", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if list.Len() == 0 {
 				return Undefined(), fmt.Errorf("pop from empty list")
 			}
@@ -1180,17 +1238,23 @@ func (e *evaluator) listMethod(obj Value, method string) (Value, error) {
 			if idx < 0 || idx >= list.Len() {
 				return Undefined(), fmt.Errorf("pop index out of range")
 			}
+			if err := b.step(int64(list.Len() - idx)); err != nil {
+				return Undefined(), err
+			}
 			val := list.Items[idx]
 			list.Items = append(list.Items[:idx], list.Items[idx+1:]...)
 			return val, nil
 		}), nil
 
 	case "insert":
-		return NewCallable("list.insert", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return NewCallable("list.insert", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) < 2 {
 				return None(), nil
 			}
 			idx := min(max(int(toInt64(args[0])), 0), list.Len())
+			if err := b.step(int64(list.Len() - idx)); err != nil {
+				return Undefined(), err
+			}
 			list.Items = append(list.Items, Undefined())
 			copy(list.Items[idx+1:], list.Items[idx:])
 			list.Items[idx] = args[1]
@@ -1210,7 +1274,10 @@ func (e *evaluator) dictMethod(obj Value, method string) (Value, error) {
 
 	switch method {
 	case "items":
-		return NewCallable("dict.items", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return NewCallable("dict.items", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
+			if err := b.step(int64(d.Len())); err != nil {
+				return Undefined(), err
+			}
 			items := make([]Value, 0, d.Len())
 			for _, key := range d.Keys {
 				pair := NewList([]Value{NewString(key), d.Data[key]})
@@ -1220,7 +1287,10 @@ func (e *evaluator) dictMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "keys":
-		return NewCallable("dict.keys", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return NewCallable("dict.keys", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
+			if err := b.step(int64(d.Len())); err != nil {
+				return Undefined(), err
+			}
 			items := make([]Value, 0, d.Len())
 			for _, key := range d.Keys {
 				items = append(items, NewString(key))
@@ -1229,7 +1299,10 @@ func (e *evaluator) dictMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "values":
-		return NewCallable("dict.values", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return NewCallable("dict.values", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
+			if err := b.step(int64(d.Len())); err != nil {
+				return Undefined(), err
+			}
 			items := make([]Value, 0, d.Len())
 			for _, key := range d.Keys {
 				items = append(items, d.Data[key])
@@ -1238,11 +1311,11 @@ func (e *evaluator) dictMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "get":
-		return NewCallable("dict.get", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return NewCallable("dict.get", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) == 0 {
 				return Undefined(), nil
 			}
-			key := printValue(args[0])
+			key := printValue(b, args[0])
 			if v, ok := d.Get(key); ok {
 				return v, nil
 			}
@@ -1253,13 +1326,16 @@ func (e *evaluator) dictMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "pop":
-		return NewCallable("dict.pop", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return NewCallable("dict.pop", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) == 0 {
 				return Undefined(), nil
 			}
-			key := printValue(args[0])
+			key := printValue(b, args[0])
 			v, ok := d.Get(key)
 			if ok {
+				if err := b.step(int64(len(d.Keys))); err != nil {
+					return Undefined(), err
+				}
 				delete(d.Data, key)
 				newKeys := make([]string, 0, len(d.Keys)-1)
 				for _, k := range d.Keys {
@@ -1277,9 +1353,12 @@ func (e *evaluator) dictMethod(obj Value, method string) (Value, error) {
 		}), nil
 
 	case "update":
-		return NewCallable("dict.update", func(args []Value, kwargs map[string]Value) (Value, error) {
+		return NewCallable("dict.update", func(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) > 0 && args[0].IsDict() {
 				other := args[0].AsDict()
+				if err := b.step(int64(other.Len())); err != nil {
+					return Undefined(), err
+				}
 				for _, key := range other.Keys {
 					d.Set(key, other.Data[key])
 				}
@@ -1295,20 +1374,32 @@ func (e *evaluator) dictMethod(obj Value, method string) (Value, error) {
 // Arithmetic helpers
 // =============================================================================
 
-func addValues(a, b Value) Value {
+func addValues(bud *budget, a, b Value) (Value, error) {
 	if a.IsString() || b.IsString() {
-		return NewString(printValue(a) + printValue(b))
+		return concatStrings(bud, printValue(bud, a), printValue(bud, b))
 	}
 	if a.IsList() && b.IsList() {
-		items := make([]Value, 0, a.AsList().Len()+b.AsList().Len())
+		n := a.AsList().Len() + b.AsList().Len()
+		if err := bud.step(int64(n)); err != nil {
+			return Undefined(), err
+		}
+		items := make([]Value, 0, n)
 		items = append(items, a.AsList().Items...)
 		items = append(items, b.AsList().Items...)
-		return NewList(items)
+		return NewList(items), nil
 	}
 	if a.IsFloat() || b.IsFloat() {
-		return NewFloat(toFloat64(a) + toFloat64(b))
+		return NewFloat(toFloat64(a) + toFloat64(b)), nil
 	}
-	return NewInt(toInt64(a) + toInt64(b))
+	return NewInt(toInt64(a) + toInt64(b)), nil
+}
+
+// concatStrings is a+b, its bytes spent before it is built.
+func concatStrings(bud *budget, a, b string) (Value, error) {
+	if err := bud.alloc(int64(len(a)) + int64(len(b))); err != nil {
+		return Undefined(), err
+	}
+	return NewString(a + b), nil
 }
 
 func subValues(a, b Value) Value {
@@ -1318,14 +1409,21 @@ func subValues(a, b Value) Value {
 	return NewInt(toInt64(a) - toInt64(b))
 }
 
-func mulValues(a, b Value) Value {
+func mulValues(bud *budget, a, b Value) (Value, error) {
 	if a.IsString() && b.IsInt() {
-		return NewString(strings.Repeat(a.AsString(), int(b.AsInt())))
+		n := b.AsInt()
+		if n <= 0 {
+			return NewString(""), nil
+		}
+		if err := bud.alloc(mulSize(int64(len(a.AsString())), n)); err != nil {
+			return Undefined(), err
+		}
+		return NewString(strings.Repeat(a.AsString(), int(n))), nil
 	}
 	if a.IsFloat() || b.IsFloat() {
-		return NewFloat(toFloat64(a) * toFloat64(b))
+		return NewFloat(toFloat64(a) * toFloat64(b)), nil
 	}
-	return NewInt(toInt64(a) * toInt64(b))
+	return NewInt(toInt64(a) * toInt64(b)), nil
 }
 
 func divValues(a, b Value) Value {
@@ -1356,7 +1454,7 @@ func powValues(a, b Value) Value {
 	return NewFloat(math.Pow(toFloat64(a), toFloat64(b)))
 }
 
-func valuesEqual(a, b Value) bool {
+func valuesEqual(bud *budget, a, b Value) bool {
 	// Cross-type numeric comparison.
 	if a.IsNumber() && b.IsNumber() {
 		return toFloat64(a) == toFloat64(b)
@@ -1365,5 +1463,5 @@ func valuesEqual(a, b Value) bool {
 	if a.IsNone() && b.IsNone() {
 		return true
 	}
-	return a.Equals(b)
+	return equalValues(bud, a, b, 0)
 }

@@ -1,3 +1,6 @@
+// Modified by vkllm: the expression and template parsers stop at MaxNesting levels (they
+// recurse once per level, and a hostile source must not overflow the stack).
+
 package jinja
 
 import (
@@ -191,7 +194,19 @@ func tokenizeExpr(s string) []tok {
 type exprParser struct {
 	tokens []tok
 	pos    int
+	depth  int
 }
+
+// enter is one level of recursion deeper; callers defer p.leave().
+func (p *exprParser) enter() error {
+	p.depth++
+	if p.depth > MaxNesting {
+		return fmt.Errorf("expression nested deeper than %d levels", MaxNesting)
+	}
+	return nil
+}
+
+func (p *exprParser) leave() { p.depth-- }
 
 func newExprParser(tokens []tok) *exprParser {
 	return &exprParser{tokens: tokens, pos: 0}
@@ -252,6 +267,10 @@ func parseExpr(s string) (expr, error) {
 
 // parseExpression handles the lowest precedence: inline if/else.
 func (p *exprParser) parseExpression() (expr, error) {
+	defer p.leave()
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
 	e, err := p.parseOr()
 	if err != nil {
 		return nil, err
@@ -322,6 +341,10 @@ func (p *exprParser) parseAnd() (expr, error) {
 func (p *exprParser) parseNot() (expr, error) {
 	if p.peek().kind == tokName && p.peek().val == "not" {
 		p.advance()
+		defer p.leave()
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
 		operand, err := p.parseNot()
 		if err != nil {
 			return nil, err
@@ -514,6 +537,10 @@ func (p *exprParser) parsePower() (expr, error) {
 func (p *exprParser) parseUnary() (expr, error) {
 	if p.peek().kind == tokOp && (p.peek().val == "-" || p.peek().val == "+") {
 		op := p.advance().val
+		defer p.leave()
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
 		operand, err := p.parseUnary()
 		if err != nil {
 			return nil, err
@@ -790,6 +817,10 @@ func (p *exprParser) parseAtom() (expr, error) {
 	// Negative number: handle case where we get here with "-" as op token.
 	if t.kind == tokOp && t.val == "-" {
 		p.advance()
+		defer p.leave()
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
 		operand, err := p.parseAtom()
 		if err != nil {
 			return nil, err
@@ -866,7 +897,7 @@ func parseTemplate(segs []segment) ([]node, error) {
 //     present on that side:
 //
 //     - lstrip_blocks: strip spaces and tabs (not newlines) from the start of
-//       the line up to the tag.
+//     the line up to the tag.
 //     - trim_blocks: strip a single newline immediately after the tag.
 //
 // Without these defaults, every block tag in a real chat template would
@@ -991,8 +1022,9 @@ func trimBlockNewline(s string) string {
 }
 
 type templateParser struct {
-	segs []segment
-	pos  int
+	segs  []segment
+	pos   int
+	depth int
 }
 
 func (p *templateParser) done() bool {
@@ -1016,6 +1048,15 @@ func (p *templateParser) advance() *segment {
 // stop keywords (e.g., "endif", "endfor", "elif", "else"). Returns the nodes
 // collected so far. The stop keyword segment is NOT consumed.
 func (p *templateParser) parseUntil(stopKeywords ...string) ([]node, error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > MaxNesting {
+		line := 0
+		if seg := p.peek(); seg != nil {
+			line = seg.line
+		}
+		return nil, fmt.Errorf("line %d: blocks nested deeper than %d levels", line, MaxNesting)
+	}
 	var nodes []node
 
 	for !p.done() {

@@ -1,5 +1,9 @@
+// Modified by vkllm: callables receive the render's budget; String and Equals are bounded walks
+// (writeRepr, equalValues) so a huge or self-containing value cannot hang or overflow the stack.
+
 // Package jinja implements a Jinja template engine purpose-built for LLM
-// chat templates.
+// chat templates. This copy is vkllm's fork of github.com/ardanlabs/jinja
+// v1.8.0 with every render bounded (see limits.go and README.md).
 package jinja
 
 import (
@@ -78,7 +82,7 @@ func NewDict() Value {
 }
 
 // NewCallable returns a callable value.
-func NewCallable(name string, fn func(args []Value, kwargs map[string]Value) (Value, error)) Value {
+func NewCallable(name string, fn func(b *budget, args []Value, kwargs map[string]Value) (Value, error)) Value {
 	return Value{kind: KindCallable, v: Callable{Name: name, Fn: fn}}
 }
 
@@ -168,66 +172,116 @@ func (v Value) AsCallable() *Callable {
 
 // =============================================================================
 
-// String returns a Python-style string representation of the value.
+// String returns a Python-style string representation of the value. Outside a render it is
+// bounded by a small scratch budget: a value too large or too deeply nested (a list that
+// contains itself) comes back cut short.
 func (v Value) String() string {
+	var sb strings.Builder
+	writeRepr(scratchBudget(), &sb, v, 0)
+	return sb.String()
+}
+
+// shortRepr is v's repr for an error message: at most 200 bytes.
+func shortRepr(v Value) string {
+	s := v.String()
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// writeRepr writes v's repr to sb, spending a step per value and the bytes it writes; a breach
+// stops the walk (the budget keeps the error for the render to report).
+func writeRepr(b *budget, sb *strings.Builder, v Value, depth int) {
+	if b.nested(depth) != nil {
+		return
+	}
+	put := func(s string) bool {
+		if b.alloc(int64(len(s))) != nil {
+			return false
+		}
+		sb.WriteString(s)
+		return true
+	}
 	switch v.kind {
 	case KindUndefined:
-		return "Undefined"
+		put("Undefined")
 
 	case KindNone:
-		return "None"
+		put("None")
 
 	case KindBool:
 		if v.v.(bool) {
-			return "True"
+			put("True")
+		} else {
+			put("False")
 		}
-		return "False"
 
 	case KindInt:
-		return fmt.Sprintf("%d", v.v.(int64))
+		put(fmt.Sprintf("%d", v.v.(int64)))
 
 	case KindFloat:
-		return fmt.Sprintf("%g", v.v.(float64))
+		put(fmt.Sprintf("%g", v.v.(float64)))
 
 	case KindString:
-		return fmt.Sprintf("'%s'", v.v.(string))
+		_ = put("'") && put(v.v.(string)) && put("'")
 
 	case KindList:
 		list := v.v.(*List)
-		var b strings.Builder
-		b.WriteByte('[')
-		for i, item := range list.Items {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(item.String())
+		if !put("[") {
+			return
 		}
-		b.WriteByte(']')
-		return b.String()
+		for i, item := range list.Items {
+			if i > 0 && !put(", ") {
+				return
+			}
+			writeRepr(b, sb, item, depth+1)
+			if b.err != nil {
+				return
+			}
+		}
+		put("]")
 
 	case KindDict:
 		d := v.v.(*Dict)
-		var b strings.Builder
-		b.WriteByte('{')
-		for i, key := range d.Keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "'%s': %s", key, d.Data[key].String())
+		if !put("{") {
+			return
 		}
-		b.WriteByte('}')
-		return b.String()
+		for i, key := range d.Keys {
+			if i > 0 && !put(", ") {
+				return
+			}
+			if !(put("'") && put(key) && put("': ")) {
+				return
+			}
+			writeRepr(b, sb, d.Data[key], depth+1)
+			if b.err != nil {
+				return
+			}
+		}
+		put("}")
 
 	case KindCallable:
 		c := v.v.(Callable)
-		return fmt.Sprintf("<callable %s>", c.Name)
-	}
+		put(fmt.Sprintf("<callable %s>", c.Name))
 
-	return "Undefined"
+	default:
+		put("Undefined")
+	}
 }
 
-// Equals reports whether v and other hold the same value.
+// Equals reports whether v and other hold the same value. Outside a render it is bounded by a
+// small scratch budget (values beyond it compare unequal).
 func (v Value) Equals(other Value) bool {
+	return equalValues(scratchBudget(), v, other, 0)
+}
+
+// equalValues is Equals spending a step per value compared; a breach makes it false (the
+// budget keeps the error for the render to report).
+func equalValues(b *budget, v, other Value, depth int) bool {
+	if b.nested(depth) != nil {
+		return false
+	}
 	if v.kind != other.kind {
 		return false
 	}
@@ -249,30 +303,30 @@ func (v Value) Equals(other Value) bool {
 		return v.v.(string) == other.v.(string)
 
 	case KindList:
-		a := v.v.(*List)
-		b := other.v.(*List)
-		if a.Len() != b.Len() {
+		x := v.v.(*List)
+		y := other.v.(*List)
+		if x.Len() != y.Len() {
 			return false
 		}
-		for i := range a.Items {
-			if !a.Items[i].Equals(b.Items[i]) {
+		for i := range x.Items {
+			if !equalValues(b, x.Items[i], y.Items[i], depth+1) {
 				return false
 			}
 		}
 		return true
 
 	case KindDict:
-		a := v.v.(*Dict)
-		b := other.v.(*Dict)
-		if a.Len() != b.Len() {
+		x := v.v.(*Dict)
+		y := other.v.(*Dict)
+		if x.Len() != y.Len() {
 			return false
 		}
-		for _, key := range a.Keys {
-			bv, ok := b.Get(key)
+		for _, key := range x.Keys {
+			yv, ok := y.Get(key)
 			if !ok {
 				return false
 			}
-			if !a.Data[key].Equals(bv) {
+			if !equalValues(b, x.Data[key], yv, depth+1) {
 				return false
 			}
 		}
@@ -346,7 +400,7 @@ func (d *Dict) OrderedKeys() []string {
 // Callable represents a named callable function within the template engine.
 type Callable struct {
 	Name string
-	Fn   func(args []Value, kwargs map[string]Value) (Value, error)
+	Fn   func(b *budget, args []Value, kwargs map[string]Value) (Value, error)
 }
 
 // =============================================================================
