@@ -30,13 +30,15 @@ func (e *Engine) Detokenize(ids []int) string { return e.tok.Decode(ids) }
 
 // RenderChat renders messages with the model's chat template (or a plain fallback when the
 // model has none, or its template fails on these messages), ending with the assistant's turn
-// opened.
-func (e *Engine) RenderChat(msgs []Message) (string, error) {
+// opened. A template that reaches a render limit (a recursive macro, a runaway loop, output
+// beyond bounds, more than a second) is not used again for this loaded model: every later chat
+// takes the fallback at once. Cancelling ctx stops the render and returns its error.
+func (e *Engine) RenderChat(ctx context.Context, msgs []Message) (string, error) {
 	cm := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
 		cm[i] = chat.Message{Role: m.Role, Content: m.Content}
 	}
-	if e.template == "" {
+	if e.template == "" || e.templateOff.Load() {
 		return chat.Fallback(cm, true), nil
 	}
 	bos, eos := "", ""
@@ -46,24 +48,41 @@ func (e *Engine) RenderChat(msgs []Message) (string, error) {
 	if id := e.tok.EOS(); id >= 0 {
 		eos = e.tok.Token(id)
 	}
-	s, err := chat.Render(e.template, cm, true, bos, eos)
-	if err != nil {
-		slog.Warn("chat template failed; using the plain fallback format", "model", e.info.Name, "err", err)
-		return chat.Fallback(cm, true), nil
+	s, err := chat.Render(ctx, e.template, cm, true, bos, eos)
+	switch {
+	case err == nil:
+		return s, nil
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("render chat template: %w", ctx.Err())
+	case errors.Is(err, chat.ErrLimit):
+		if !e.templateOff.Swap(true) {
+			slog.Warn("the model file's chat template reached a render limit, so this model uses the plain chat format from now on; fix the file's tokenizer.chat_template or use another model file",
+				"file", e.modelFile(), "err", err)
+		}
+	default:
+		slog.Warn("chat template failed on this conversation; using the plain fallback format", "file", e.modelFile(), "err", err)
 	}
-	return s, nil
+	return chat.Fallback(cm, true), nil
+}
+
+// modelFile names the model file in log lines: its path, or the embedded model's name.
+func (e *Engine) modelFile() string {
+	if e.info.Path != "" {
+		return e.info.Path
+	}
+	return e.info.Name
 }
 
 // promptTokens tokenizes the request: the raw prompt with BOS as the model says, or the
 // messages rendered with the chat template.
-func (e *Engine) promptTokens(req GenerateRequest) ([]int, error) {
+func (e *Engine) promptTokens(ctx context.Context, req GenerateRequest) ([]int, error) {
 	if req.Prompt != "" || len(req.Messages) == 0 {
 		if req.Prompt == "" {
 			return nil, errors.New("empty request: give a prompt or messages")
 		}
 		return e.tok.Encode(req.Prompt, true, true), nil
 	}
-	text, err := e.RenderChat(req.Messages)
+	text, err := e.RenderChat(ctx, req.Messages)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +111,7 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 		return Result{}, errors.New("generate: the engine is closed")
 	}
 	start := time.Now()
-	prompt, err := e.promptTokens(req)
+	prompt, err := e.promptTokens(ctx, req)
 	if err != nil {
 		return Result{}, fmt.Errorf("generate: %w", err)
 	}

@@ -292,7 +292,7 @@ func TestChatUsesTheModelTemplate(t *testing.T) {
 		t.Fatal("HasTemplate false")
 	}
 	msgs := []Message{{Role: "user", Content: "Hello world"}}
-	text, err := e.RenderChat(msgs)
+	text, err := e.RenderChat(context.Background(), msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestChatUsesTheModelTemplate(t *testing.T) {
 
 func TestChatWithoutTemplateUsesFallback(t *testing.T) {
 	e := loadEmbedded(t)
-	text, err := e.RenderChat([]Message{{Role: "user", Content: "Tell me a story"}})
+	text, err := e.RenderChat(context.Background(), []Message{{Role: "user", Content: "Tell me a story"}})
 	if err != nil || text != "User: Tell me a story\nAssistant:" {
 		t.Fatalf("rendered %q, %v", text, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vkllm/vkllm/engine/chat"
 	"github.com/vkllm/vkllm/engine/config"
@@ -27,6 +28,8 @@ type Engine struct {
 	runner   model.Runner
 	info     ModelInfo
 	template string // tokenizer.chat_template, "" when the model has none
+
+	templateOff atomic.Bool // the template reached a render limit: the plain format is used instead
 
 	mu     sync.Mutex
 	cached []int // the tokens whose keys and values are in the runner's cache, in order

@@ -1,9 +1,12 @@
 // Package chat turns a conversation into the prompt text a model expects: the model's own Jinja
-// chat template (GGUF tokenizer.chat_template) rendered with github.com/ardanlabs/jinja, or a plain
-// fallback format for models that have none.
+// chat template (GGUF tokenizer.chat_template), or a plain fallback format for models that have
+// none. Templates come from model files, so they are rendered under limits (recursion depth,
+// steps, bytes, wall time, the caller's context) by internal/jinja, vkllm's bounded fork of
+// github.com/ardanlabs/jinja.
 package chat
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,8 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/ardanlabs/jinja"
-
+	"github.com/vkllm/vkllm/engine/chat/internal/jinja"
 	"github.com/vkllm/vkllm/engine/gguf"
 )
 
@@ -27,6 +29,21 @@ const TemplateKey = "tokenizer.chat_template"
 
 // ErrNoTemplate is returned by Render for an empty template: the caller should use Fallback.
 var ErrNoTemplate = errors.New("the model has no chat template")
+
+// ErrLimit is wrapped by Render's error when the template reached a render limit (recursion
+// depth, steps, bytes or time): a hostile or broken template. The caller should use Fallback.
+var ErrLimit = jinja.ErrLimit
+
+// Limits bound one render. Render uses DefaultLimits (100 nested macro calls, 1M steps, 64 MiB
+// of text, 1 s), with the byte limit raised to bytesPerInputByte times the conversation's size
+// for long conversations.
+type Limits = jinja.Limits
+
+var DefaultLimits = jinja.DefaultLimits
+
+// bytesPerInputByte is how much text a render may build per byte of the conversation: the
+// published templates build at most 4x their output, which is about the conversation's size.
+const bytesPerInputByte = 8
 
 // Template returns the model's chat template from GGUF metadata ("" and false when it has none).
 func Template(f *gguf.File) (string, bool) {
@@ -55,8 +72,15 @@ func compile(src string) (*jinja.Template, error) {
 // Render renders a Jinja chat template with the variables chat templates expect: messages (each with
 // role and content), add_generation_prompt, bos_token and eos_token. An empty template gives
 // ErrNoTemplate; a template that does not compile or raises an exception (e.g. "roles must
-// alternate") gives an error saying so. Either way the caller may fall back to Fallback.
-func Render(tmpl string, msgs []Message, addGenerationPrompt bool, bosToken, eosToken string) (string, error) {
+// alternate") gives an error saying so, and one that reaches a render limit an error wrapping
+// ErrLimit. In those cases the caller may fall back to Fallback. When ctx ends the render stops
+// with an error wrapping ctx.Err().
+func Render(ctx context.Context, tmpl string, msgs []Message, addGenerationPrompt bool, bosToken, eosToken string) (string, error) {
+	return render(ctx, tmpl, msgs, addGenerationPrompt, bosToken, eosToken, Limits{})
+}
+
+// render is Render under lim (zero fields take Render's limits).
+func render(ctx context.Context, tmpl string, msgs []Message, addGenerationPrompt bool, bosToken, eosToken string, lim Limits) (string, error) {
 	if strings.TrimSpace(tmpl) == "" {
 		return "", ErrNoTemplate
 	}
@@ -65,15 +89,20 @@ func Render(tmpl string, msgs []Message, addGenerationPrompt bool, bosToken, eos
 		return "", fmt.Errorf("compile chat template: %w", err)
 	}
 	list := make([]any, len(msgs))
+	size := int64(len(bosToken) + len(eosToken))
 	for i, m := range msgs {
 		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+		size += int64(len(m.Role) + len(m.Content))
 	}
-	out, err := t.Render(map[string]any{
+	if lim.MaxBytes == 0 {
+		lim.MaxBytes = max(DefaultLimits.MaxBytes, bytesPerInputByte*size)
+	}
+	out, err := t.RenderContext(ctx, map[string]any{
 		"messages":              list,
 		"add_generation_prompt": addGenerationPrompt,
 		"bos_token":             bosToken,
 		"eos_token":             eosToken,
-	})
+	}, lim)
 	if err != nil {
 		return "", fmt.Errorf("render chat template: %w", err)
 	}

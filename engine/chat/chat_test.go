@@ -1,10 +1,12 @@
 package chat
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/sharedtest"
@@ -78,7 +80,7 @@ func TestWellKnownTemplatesRenderTheirPublishedLayout(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tmpl := writeTemplateGGUF(t, c.tmpl)
-			got, err := Render(tmpl, c.msgs, c.genPrompt, c.bos, c.eos)
+			got, err := Render(context.Background(), tmpl, c.msgs, c.genPrompt, c.bos, c.eos)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +102,7 @@ func TestPhi3TemplateFromTheSharedVocabRendersUserAndAssistantTurns(t *testing.T
 	if !ok {
 		t.Fatal("phi-3 vocab has no tokenizer.chat_template")
 	}
-	got, err := Render(tmpl, conversation, true, "<s>", "<|endoftext|>")
+	got, err := Render(context.Background(), tmpl, conversation, true, "<s>", "<|endoftext|>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +126,13 @@ func TestRenderReportsWhyTheCallerMustFallBack(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := Render(c.tmpl, c.msgs, true, "<s>", "</s>")
+			out, err := Render(context.Background(), c.tmpl, c.msgs, true, "<s>", "</s>")
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Render = %q, %v; want an error containing %q", out, err, c.want)
 			}
 		})
 	}
-	if _, err := Render("", nil, false, "", ""); !errors.Is(err, ErrNoTemplate) {
+	if _, err := Render(context.Background(), "", nil, false, "", ""); !errors.Is(err, ErrNoTemplate) {
 		t.Errorf("empty template: %v, want ErrNoTemplate", err)
 	}
 }
@@ -170,5 +172,59 @@ func TestFallbackWritesOneLabelledTurnPerLine(t *testing.T) {
 				t.Errorf("Fallback:\n got  %q\n want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// Templates as an attacker would put them in a GGUF file. Upstream ardanlabs/jinja v1.8.0 had
+// no bound on any of them: the recursive macro overflowed the Go stack (a fatal error that
+// ends the process), the others ran for minutes holding gigabytes. ("1e9" is not a number
+// literal in this engine, so the counts are written out.)
+var hostileTemplates = []struct{ name, tmpl string }{
+	{"recursive macro", `{% macro f(m) %}{{ f(m) }}{% endmacro %}{% for m in messages %}{{ f(m) }}{% endfor %}`},
+	{"range of a billion", `{% for i in range(1000000000) %}{{ i }}{% endfor %}`},
+	{"a string two billion long", `{{ 'a' * 2000000000 }}`},
+	{"nested loops", `{% for m in messages %}{% for i in range(100000) %}{% for j in range(100000) %}{{ m.content }}{% endfor %}{% endfor %}{% endfor %}`},
+}
+
+func TestHostileTemplatesFromAModelFileStopWithinTwoSeconds(t *testing.T) {
+	for _, c := range hostileTemplates {
+		t.Run(c.name, func(t *testing.T) {
+			tmpl := writeTemplateGGUF(t, c.tmpl)
+			start := time.Now()
+			out, err := Render(context.Background(), tmpl, conversation, true, "<s>", "</s>")
+			if !errors.Is(err, ErrLimit) {
+				t.Fatalf("Render = %d bytes, %v; want an error wrapping ErrLimit", len(out), err)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("took %v, want under 2s", took)
+			}
+		})
+	}
+}
+
+func TestRenderStopsWhenTheRequestIsCancelled(t *testing.T) {
+	tmpl := writeTemplateGGUF(t, `{% for i in range(900000) %}{% for m in messages %}{% endfor %}{% endfor %}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Render(ctx, tmpl, conversation, true, "", "")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Render on a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+// The bounds leave room for real templates: a long conversation through the published Qwen2
+// template renders whole, 16 MiB of it, whose concatenations (five copies of every message)
+// build more than the 64 MiB floor of the byte limit.
+func TestLongConversationRendersUnderTheLimits(t *testing.T) {
+	var msgs []Message
+	for i := range 64 {
+		msgs = append(msgs, Message{Role: []string{"user", "assistant"}[i%2], Content: strings.Repeat("x", 256<<10)})
+	}
+	out, err := Render(context.Background(), qwen2Template, msgs, true, "", "<|im_end|>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 64 * 256 << 10; len(out) < want {
+		t.Errorf("rendered %d bytes, want more than %d", len(out), want)
 	}
 }
