@@ -61,8 +61,9 @@ func TestBadFilesFailWithAClearError(t *testing.T) {
 		tensor string // expected FormatError.Tensor
 		msg    string // substring of the message
 	}{
-		{"empty file", nil, ErrNotGGUF, 0, "", "too short for the magic"},
-		{"bad magic", []byte("GGML\x03\x00\x00\x00"), ErrNotGGUF, 0, "", `bad magic "GGML", expected "GGUF"`},
+		{"empty file", nil, ErrNotGGUF, -1, "", "not a GGUF file: the file is empty"},
+		{"bad magic", []byte("GGML\x03\x00\x00\x00"), ErrNotGGUF, -1, "", `not a GGUF file (a GGUF model starts with the bytes "GGUF")`},
+		{"old GGJT model", []byte("tjgg\x03\x00\x00\x00"), ErrNotGGUF, -1, "", "older GGML/GGJT model; convert it"},
 		{"truncated version", []byte("GGUF\x03\x00"), ErrTruncated, 4, "", "version needs 4 bytes, the file has 2 left"},
 		{"version 1", head(1, 0, 0).b, ErrVersion, 4, "", "version 1 is not supported"},
 		{"version 4", head(4, 0, 0).b, ErrVersion, 4, "", "version 4 is not supported (expected 2 or 3)"},

@@ -9,6 +9,7 @@ import (
 // Sentinel causes a *FormatError may wrap; test with errors.Is.
 var (
 	ErrNotGGUF     = errors.New("not a GGUF file")
+	ErrNotRegular  = errors.New("not a regular file")
 	ErrVersion     = errors.New("unsupported GGUF version")
 	ErrTruncated   = errors.New("file truncated")
 	ErrTensorType  = errors.New("unknown tensor type")

@@ -9,9 +9,15 @@ import (
 	"syscall"
 )
 
-// mapFile maps path read-only. unmap releases it; calling it twice is harmless.
+// mapFile maps path read-only. unmap releases it; calling it twice is harmless. A path that is
+// not a regular file is refused before it is opened: opening a FIFO blocks until a writer comes,
+// and reading a device may never end. The open is non-blocking as well, so a file swapped for a
+// FIFO after the check cannot hang it either.
 func mapFile(path string) (data []byte, unmap func() error, err error) {
-	fh, err := os.Open(path)
+	if err := checkRegular(path); err != nil {
+		return nil, nil, err
+	}
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -21,7 +27,7 @@ func mapFile(path string) (data []byte, unmap func() error, err error) {
 		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("map %s: not a regular file", path)
+		return nil, nil, notRegular(path, st.Mode())
 	}
 	size := st.Size()
 	if size == 0 {

@@ -277,11 +277,8 @@ func (d *decoder) array(elem ValueType, n, depth int, what string) (Value, error
 // view into b. split is recorded in each TensorInfo.Split.
 func parse(name string, b []byte, split int) (*File, error) {
 	d := &decoder{file: name, b: b}
-	if len(b) < 4 {
-		return nil, d.errAt(0, ErrNotGGUF, "file of %d bytes is too short for the magic \"GGUF\"", len(b))
-	}
-	if string(b[:4]) != magic {
-		return nil, d.errAt(0, ErrNotGGUF, "bad magic %q, expected \"GGUF\"; this is not a GGUF model file", b[:4])
+	if len(b) < 4 || string(b[:4]) != magic {
+		return nil, notGGUF(name, b)
 	}
 	d.off = 4
 	version, err := d.u32("version")
@@ -488,4 +485,21 @@ func satAdd(a, b uint64) uint64 {
 		return math.MaxUint64
 	}
 	return s
+}
+
+// legacyMagic are the first bytes of the formats GGUF replaced (GGML, GGMF, GGJT: a
+// little-endian uint32 magic).
+var legacyMagic = []string{"lmgg", "fmgg", "tjgg"}
+
+// notGGUF is the error for a file that does not start with "GGUF". It says what the file is not
+// and what to do, without quoting the file's bytes or its size (the path may name any file).
+func notGGUF(name string, b []byte) *FormatError {
+	msg := `not a GGUF file (a GGUF model starts with the bytes "GGUF"); choose a .gguf model file`
+	switch {
+	case len(b) == 0:
+		msg = "not a GGUF file: the file is empty; choose a .gguf model file"
+	case len(b) >= 4 && slices.Contains(legacyMagic, string(b[:4])):
+		msg = "not a GGUF file: it is an older GGML/GGJT model; convert it to GGUF with llama.cpp's convert scripts"
+	}
+	return &FormatError{File: name, Offset: -1, Msg: msg, Err: ErrNotGGUF}
 }
