@@ -23,6 +23,7 @@ type Tokenizer struct {
 	addSpacePrefix, cleanSpaces  bool
 
 	specials []int // control, user-defined and unknown tokens, longest text first
+	bound    bound // for MinTokens and MaxTextBytes
 }
 
 // New builds a tokenizer from a vocabulary description.
@@ -174,6 +175,7 @@ func New(v Vocab) (*Tokenizer, error) {
 			}
 		}
 	}
+	t.computeBound()
 	return t, nil
 }
 
