@@ -64,6 +64,10 @@ type GenerateRequest struct {
 	MaxTokens int       // 0 = until EOS or the context is full
 	Sampling  sample.Params
 	Stop      []string // generation ends before any of these strings; they are not emitted
+
+	// PromptTokens, when set, is the prompt already tokenized (by Engine.PromptTokens, before
+	// the request's turn); Prompt and Messages are then not looked at.
+	PromptTokens []int
 }
 
 // Piece is one generated token as it streams out. Text may be empty while a multi-byte

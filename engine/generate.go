@@ -73,31 +73,6 @@ func (e *Engine) modelFile() string {
 	return e.info.Name
 }
 
-// promptTokens tokenizes the request: the raw prompt with BOS as the model says, or the
-// messages rendered with the chat template.
-func (e *Engine) promptTokens(ctx context.Context, req GenerateRequest) ([]int, error) {
-	if req.Prompt != "" || len(req.Messages) == 0 {
-		if req.Prompt == "" {
-			return nil, errors.New("empty request: give a prompt or messages")
-		}
-		return e.tok.Encode(req.Prompt, true, true), nil
-	}
-	text, err := e.RenderChat(ctx, req.Messages)
-	if err != nil {
-		return nil, err
-	}
-	ids := e.tok.Encode(text, true, true)
-	// Templates usually write the BOS token themselves: do not start with two of them.
-	if bos := e.tok.BOS(); len(ids) >= 2 && bos >= 0 && ids[0] == bos && ids[1] == bos {
-		ids = ids[1:]
-	}
-	// An add_eos_token model would close the prompt; the assistant's turn must stay open.
-	if eos := e.tok.EOS(); len(ids) >= 2 && eos >= 0 && ids[len(ids)-1] == eos && !strings.HasSuffix(text, e.tok.Token(eos)) {
-		ids = ids[:len(ids)-1]
-	}
-	return ids, nil
-}
-
 // Generate runs one completion or chat request, calling onPiece (which may be nil) for every
 // generated token as it is produced. Text is held back while it could be the start of a stop
 // string or ends inside a UTF-8 character; a final Piece with ID -1 releases held-back text when
@@ -111,9 +86,12 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 		return Result{}, errors.New("generate: the engine is closed")
 	}
 	start := time.Now()
-	prompt, err := e.promptTokens(ctx, req)
-	if err != nil {
-		return Result{}, fmt.Errorf("generate: %w", err)
+	prompt := req.PromptTokens
+	var err error
+	if prompt == nil {
+		if prompt, err = e.promptTokens(ctx, req); err != nil {
+			return Result{}, fmt.Errorf("generate: %w", err)
+		}
 	}
 	res := Result{PromptTokens: prompt}
 	nctx := e.info.Context
@@ -121,7 +99,12 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 		return res, errors.New("generate: the prompt has no tokens")
 	}
 	if len(prompt) >= nctx {
-		return res, fmt.Errorf("generate: the prompt has %d tokens but the context holds %d; shorten it or load with a larger context (--ctx)", len(prompt), nctx)
+		return res, fmt.Errorf("generate: %w", &PromptTooLongError{Tokens: len(prompt), Context: nctx})
+	}
+	for _, id := range prompt {
+		if id < 0 || id >= e.tok.VocabSize() {
+			return res, fmt.Errorf("generate: prompt token %d is not in the vocabulary of %d tokens", id, e.tok.VocabSize())
+		}
 	}
 	if onPiece == nil {
 		onPiece = func(Piece) error { return nil }
