@@ -99,7 +99,15 @@ func Load(ctx context.Context, opts LoadOptions) (*Engine, error) {
 	default:
 		return nil, fmt.Errorf("load model: backend %q is unknown (want auto, cpu or gpu)", opts.Backend)
 	}
-	if opts.Threads <= 0 {
+	switch {
+	case opts.Threads < 0:
+		return nil, fmt.Errorf("load model: threads %d is negative: want 0 (every core) or more", opts.Threads)
+	case opts.DeviceIndex < -1:
+		return nil, fmt.Errorf("load model: device %d is out of range: want a Vulkan device index from `vkllm devices`, or -1 to choose", opts.DeviceIndex)
+	case opts.Context < 0:
+		return nil, fmt.Errorf("load model: context %d is negative: want 0 (the model's own) or more", opts.Context)
+	}
+	if opts.Threads == 0 {
 		opts.Threads = config.Threads.Int()
 	}
 	var (
