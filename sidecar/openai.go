@@ -113,9 +113,8 @@ func (f samplingFields) request() (engine.GenerateRequest, error) {
 	if f.RepeatLastN != nil {
 		p.RepeatLastN = *f.RepeatLastN
 	}
-	if p.Temperature < 0 || p.TopP < 0 || p.TopP > 1 || p.TopK < 0 || p.MinP < 0 || p.MinP > 1 || p.RepeatPenalty < 0 {
-		return req, fmt.Errorf("sampling settings out of range: temperature %g (>= 0), top_p %g (0..1), top_k %d (>= 0), min_p %g (0..1), repeat_penalty %g (>= 0)",
-			p.Temperature, p.TopP, p.TopK, p.MinP, p.RepeatPenalty)
+	if err := p.Validate(); err != nil {
+		return req, err
 	}
 	req.Sampling = p
 	switch {
@@ -125,7 +124,7 @@ func (f samplingFields) request() (engine.GenerateRequest, error) {
 		req.MaxTokens = *f.MaxTokens
 	}
 	if req.MaxTokens < 0 {
-		return req, fmt.Errorf("max_tokens %d is negative", req.MaxTokens)
+		return req, fmt.Errorf("max_tokens %d is negative: want 0 (until the end of the context) or more", req.MaxTokens)
 	}
 	for _, s := range f.Stop {
 		if s != "" {
@@ -237,7 +236,7 @@ func (s *server) handleModels(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var body chatRequest
-	if err := decodeBody(r, &body); err != nil {
+	if err := s.decodePromptBody(r, &body); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
@@ -271,7 +270,7 @@ func (s *server) handleChat(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	var body completionRequest
-	if err := decodeBody(r, &body); err != nil {
+	if err := s.decodePromptBody(r, &body); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
@@ -288,10 +287,73 @@ func (s *server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	s.generate(w, r, req, body.Stream, false)
 }
 
-// generate runs one request in its turn. The request context ends when the client disconnects,
-// which cancels the generation (or takes the request out of the queue).
+// promptBounded is a loaded model that knows the most bytes of text a prompt fitting its
+// context can have (-1: no bound); *engine.Engine is one.
+type promptBounded interface {
+	MaxPromptBytes() int64
+}
+
+// promptPreparer is a loaded model that can render and tokenize a request before its turn;
+// *engine.Engine is one.
+type promptPreparer interface {
+	PromptTokens(ctx context.Context, req engine.GenerateRequest) ([]int, error)
+}
+
+// jsonPerTextByte is how many bytes of JSON one byte of text may take (a control character
+// escaped as \u00XX), and jsonOverhead the room left for the rest of a request.
+const (
+	jsonPerTextByte = 6
+	jsonOverhead    = 1 << 20
+)
+
+// decodePromptBody decodes a chat or completion body. A body too large to carry a prompt that
+// fits the loaded model's context is refused from its Content-Length before it is read, or as
+// soon as reading passes the bound; the error gives the numbers.
+func (s *server) decodePromptBody(r *http.Request, v any) error {
+	limit := int64(maxBody)
+	var why string
+	if m, err := s.current(); err == nil {
+		if b, ok := m.(promptBounded); ok {
+			if text := b.MaxPromptBytes(); text >= 0 && jsonPerTextByte*text+jsonOverhead < limit {
+				limit = jsonPerTextByte*text + jsonOverhead
+				why = fmt.Sprintf("a prompt that fits the context of %d tokens has at most %d bytes of text, %d bytes as a request", m.Info().Context, text, limit)
+			}
+		}
+	}
+	if r.ContentLength > limit {
+		if why == "" {
+			return fmt.Errorf("request body of %d bytes is over the limit of %d bytes", r.ContentLength, limit)
+		}
+		return fmt.Errorf("request body of %d bytes cannot fit: %s; shorten the prompt or load the model with a larger context (--ctx)", r.ContentLength, why)
+	}
+	if err := decodeBodyMax(r, v, limit); err != nil {
+		if why != "" && strings.Contains(err.Error(), "over its limit") {
+			return fmt.Errorf("request body is over %d bytes: %s; shorten the prompt or load the model with a larger context (--ctx)", limit, why)
+		}
+		return err
+	}
+	return nil
+}
+
+// generate runs one request in its turn. The prompt is rendered and tokenized before the turn
+// (a prompt that cannot fit is a 400 without waiting, and other chats do not wait for it). The
+// request context ends when the client disconnects, which stops the tokenizing, takes the
+// request out of the queue or cancels the generation.
 func (s *server) generate(w http.ResponseWriter, r *http.Request, req engine.GenerateRequest, stream, chat bool) {
 	ctx := r.Context()
+	prepared, _ := s.current()
+	if p, ok := prepared.(promptPreparer); ok {
+		ids, err := p.PromptTokens(ctx, req)
+		switch {
+		case err == nil:
+			req.PromptTokens = ids
+		case ctx.Err() != nil:
+			return // the client left
+		default:
+			writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+			return
+		}
+	}
 	if err := s.queue.acquire(ctx); err != nil {
 		return // the client left while waiting
 	}
@@ -300,6 +362,9 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, req engine.Gen
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", err.Error())
 		return
+	}
+	if m != prepared {
+		req.PromptTokens = nil // another model was loaded meanwhile: it tokenizes for itself
 	}
 	info := m.Info()
 	id := fmt.Sprintf("vkllm-%d-%d", time.Now().Unix(), requestSeq.Add(1))
@@ -311,7 +376,11 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, req engine.Gen
 	if !stream {
 		res, err := m.Generate(ctx, req, func(engine.Piece) error { return nil })
 		if err != nil {
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case errors.Is(err, engine.ErrPromptTooLong):
+				writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+			default:
 				writeError(w, http.StatusInternalServerError, "server_error", fmt.Sprintf("generate: %v", err))
 			}
 			return

@@ -287,10 +287,25 @@ func (s *server) handleUnload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "empty"})
 }
 
-func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
+// maxBody is the most bytes any request body may have.
+const maxBody = 64 << 20
+
+// decodeBody reads one JSON object from the body (at most maxBody bytes) into v.
+func decodeBody(r *http.Request, v any) error { return decodeBodyMax(r, v, maxBody) }
+
+// decodeBodyMax reads one JSON object of at most limit bytes into v; anything after the object
+// but whitespace is refused.
+func decodeBodyMax(r *http.Request, v any, limit int64) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, limit))
 	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("request body is over its limit of %d bytes", limit)
+		}
 		return fmt.Errorf("request body is not the expected JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("request body has more after its JSON object: send exactly one object")
 	}
 	return nil
 }
