@@ -62,6 +62,22 @@ func (s *server) handleBench(w http.ResponseWriter, r *http.Request) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
+	// Every count is checked against the loaded model's context before anything is queued or
+	// allocated: a billion-token test would otherwise build its synthetic prompt first.
+	if err := checkBenchCounts(cfg); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	if m, err := s.current(); err == nil {
+		if _, ok := m.(benchable); !ok {
+			writeError(w, http.StatusNotImplemented, "server_error", "the loaded model has no runner to benchmark")
+			return
+		}
+		if err := cfg.CheckContext(m.Info().Context); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("%v; lower n_prompt or n_gen, or load the model with a larger context (--ctx)", err))
+			return
+		}
+	}
 	ctx := r.Context()
 	if err := s.queue.acquire(ctx); err != nil {
 		return
@@ -78,7 +94,7 @@ func (s *server) handleBench(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info := m.Info()
-	cfg.VocabSize = info.VocabSize
+	cfg.VocabSize, cfg.Context = info.VocabSize, info.Context // Run checks it again for a model loaded meanwhile
 	runner := b.Runner()
 
 	flusher, _ := w.(http.Flusher)
@@ -117,4 +133,19 @@ func (s *server) handleBench(w http.ResponseWriter, r *http.Request) {
 	if flusher != nil {
 		flusher.Flush()
 	}
+}
+
+// checkBenchCounts refuses counts out of range, naming the field.
+func checkBenchCounts(cfg bench.Config) error {
+	switch {
+	case cfg.NPrompt < 0:
+		return fmt.Errorf("n_prompt %d is negative: want 0 (skip the pp test) or more", cfg.NPrompt)
+	case cfg.NGen < 0:
+		return fmt.Errorf("n_gen %d is negative: want 0 (skip the tg test) or more", cfg.NGen)
+	case cfg.NPrompt+cfg.NGen == 0:
+		return errors.New("n_prompt and n_gen are both 0: give at least one test a size")
+	case cfg.Reps < 1:
+		return fmt.Errorf("reps %d is out of range: want 1 or more (0 or absent: 5)", cfg.Reps)
+	}
+	return nil
 }

@@ -59,10 +59,27 @@ type PlanRequest struct {
 	Device    *int   `json:"device"`     // Vulkan device index; absent = VKLLM_DEVICE, else the best
 }
 
+// check refuses fields out of range, naming the field.
+func (req PlanRequest) check() error {
+	switch {
+	case req.Ctx < 0:
+		return fmt.Errorf("ctx %d is negative: want 0 (the model's own) or more", req.Ctx)
+	case req.VRAMMB < 0:
+		return fmt.Errorf("vram_mb %d is negative: want 0 (no pin) or more", req.VRAMMB)
+	case req.Device != nil && *req.Device < 0:
+		return fmt.Errorf("device %d is negative: want a Vulkan device index from `vkllm devices`, or leave it out", *req.Device)
+	}
+	return nil
+}
+
 // handlePlan answers with the same JSON as `vkllm plan --json`.
 func (s *server) handlePlan(w http.ResponseWriter, r *http.Request) {
 	var req PlanRequest
 	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	if err := req.check(); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
@@ -81,8 +98,8 @@ func (s *server) handlePlan(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) plan(ctx context.Context, req PlanRequest) (plan.Plan, error) {
-	if req.Ctx < 0 || req.VRAMMB < 0 {
-		return plan.Plan{}, fmt.Errorf("ctx %d and vram_mb %d must not be negative", req.Ctx, req.VRAMMB)
+	if err := req.check(); err != nil {
+		return plan.Plan{}, err
 	}
 	path := req.Model
 	if path == "" {

@@ -55,7 +55,7 @@ func TestPlanRouteAnswersPlanJSONWithTheRequestedPin(t *testing.T) {
 	if code := ts.do(t, "POST", "/vkllm/plan", `{"model":"/nonexistent.gguf"}`, nil); code != 422 {
 		t.Fatalf("plan of a missing file: %d, want 422", code)
 	}
-	if code := ts.do(t, "POST", "/vkllm/plan", `{"ctx":-1}`, nil); code != 422 {
-		t.Fatalf("plan with a negative ctx: %d, want 422", code)
+	if code := ts.do(t, "POST", "/vkllm/plan", `{"ctx":-1}`, nil); code != 400 {
+		t.Fatalf("plan with a negative ctx: %d, want 400", code)
 	}
 }
