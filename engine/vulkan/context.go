@@ -32,7 +32,9 @@ type Context struct {
 
 	gemm       gemmTier // prefill GEMM tier, chosen once at Open (coopmat.go)
 	gemmReason string
-	lanes      int // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)
+	lanes      int    // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)
+	exact      bool   // the exact tier: llama.cpp's CPU order bit for bit (fast.go)
+	exactWhy   string // why the exact tier serves, for the roster
 
 	pools   []*memPool
 	kernels map[string]*Kernel
@@ -92,6 +94,7 @@ func Open(opts Options) (*Context, error) {
 		return nil, err
 	}
 	c.selectGEMMTier()
+	c.selectNumericTier()
 	if !opts.Quiet {
 		c.logRoster()
 		if c.inst.validate {
@@ -184,6 +187,7 @@ func (c *Context) capabilities() []capability {
 		{name: "KHR cooperative matrix", present: f[FeatureCoopmatKHR], selects: c.gemmSelects(), fast: true, ext: "VK_KHR_cooperative_matrix",
 			absent: coopmatAbsentCost},
 		{name: "NV cooperative matrix 2", present: f[FeatureCoopmat2NV], selects: "not used; prefill rides on the KHR cooperative-matrix tier where that is selected", ext: "VK_NV_cooperative_matrix2"},
+		{name: "numeric tier", present: !c.exact, selects: c.numericSelects(), ext: "VKLLM_GPU_EXACT"},
 		{name: "memory budget", present: f[FeatureMemoryBudget], selects: "the plan's room comes from the driver's budget", ext: "VK_EXT_memory_budget"},
 	}
 }

@@ -233,7 +233,7 @@ func (c *Context) gemmSelects() string {
 // an f32 model asks for f32 numerics, and fp16 tiles would round its weights. Q4_0 and Q8_0
 // stay there too (see llamaOrderTypes).
 func (c *Context) usesCoopmat(t quant.Type, k, m int) bool {
-	return c.gemm == gemmCoopmat && m > 1 && k%32 == 0 && t != quant.F32 && !llamaOrderTypes[t]
+	return c.gemm == gemmCoopmat && m > 1 && k%32 == 0 && t != quant.F32 && !(c.exact && llamaOrderTypes[t])
 }
 
 // llamaOrderTypes are the weight types whose products every tier computes in llama.cpp's CPU

@@ -45,7 +45,7 @@ func TestGEMMTierChoiceNeedsTheShapeTheShadersUse(t *testing.T) {
 }
 
 func TestCoopmatTierTakesOnlyMultiTokenProductsWithoutAnExactOrder(t *testing.T) {
-	c := &Context{gemm: gemmCoopmat}
+	c := &Context{gemm: gemmCoopmat, exact: true}
 	for _, tc := range []struct {
 		typ  quant.Type
 		k, m int
@@ -63,6 +63,9 @@ func TestCoopmatTierTakesOnlyMultiTokenProductsWithoutAnExactOrder(t *testing.T)
 		if got := c.usesCoopmat(tc.typ, tc.k, tc.m); got != tc.want {
 			t.Errorf("%v k=%d m=%d: coopmat %v, want %v", tc.typ, tc.k, tc.m, got, tc.want)
 		}
+	}
+	if !(&Context{gemm: gemmCoopmat}).usesCoopmat(quant.Q4_0, 4096, 512) {
+		t.Error("the fast tier kept Q4_0 prefill off the cooperative-matrix tier")
 	}
 	if (&Context{gemm: gemmShared}).usesCoopmat(quant.Q4_K, 4096, 512) {
 		t.Error("a shared-memory-tier context chose the cooperative-matrix tier")

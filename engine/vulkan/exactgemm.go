@@ -20,7 +20,7 @@ const exactRows, exactTokens = 64, 32
 // usesExactGEMM reports whether a matmul of m tokens with weights of type t runs on the
 // exact tier: Q4_0 and Q8_0 prefill on every device (decode, m = 1, keeps the matvec kernels).
 func (c *Context) usesExactGEMM(t quant.Type, m int) bool {
-	return m > 1 && llamaOrderTypes[t]
+	return c.exact && m > 1 && llamaOrderTypes[t]
 }
 
 // fmaProbe is the push constant whose square is not a float (1 + 2^-11 + 2^-24): the shader

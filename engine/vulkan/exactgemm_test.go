@@ -9,7 +9,7 @@ import (
 )
 
 func TestExactGEMMTakesQ4_0AndQ8_0PrefillOnly(t *testing.T) {
-	c := &Context{gemm: gemmCoopmat}
+	c := &Context{gemm: gemmCoopmat, exact: true}
 	for _, tc := range []struct {
 		typ  quant.Type
 		m    int
@@ -27,6 +27,9 @@ func TestExactGEMMTakesQ4_0AndQ8_0PrefillOnly(t *testing.T) {
 			t.Errorf("%v with %d tokens: exact tier %v, want %v", tc.typ, tc.m, got, tc.want)
 		}
 	}
+	if (&Context{gemm: gemmCoopmat}).usesExactGEMM(quant.Q4_0, 512) {
+		t.Error("the fast tier took the exact GEMM for Q4_0 prefill")
+	}
 }
 
 // The exact GEMM is bit-identical to llama.cpp's CPU order (llamaOrderQ4_0/Q8_0) over tile
@@ -35,6 +38,7 @@ func TestExactGEMMTakesQ4_0AndQ8_0PrefillOnly(t *testing.T) {
 // a zero inside a block, and with and without accumulation into Y.
 func TestExactGEMMIsBitIdenticalToLlamaOrder(t *testing.T) {
 	c := ctxOrSkip(t)
+	withTier(t, c, true)
 	for _, tc := range []struct {
 		typ                  quant.Type
 		k, n, m              int
@@ -129,6 +133,7 @@ func TestExactGEMMIsBitIdenticalToLlamaOrder(t *testing.T) {
 // The exact tier keeps every dispatch dimension within what all devices support.
 func TestExactGEMMRejectsGridsPastTheDeviceLimit(t *testing.T) {
 	c := ctxOrSkip(t)
+	withTier(t, c, true)
 	b := zeros(t, c, 64)
 	s, err := c.NewSeq()
 	if err != nil {

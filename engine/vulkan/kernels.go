@@ -112,6 +112,10 @@ func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride in
 		s.fail(fmt.Errorf("matmul %v: token stride %d not a multiple of 4 (the kernels read activations as 16-byte vectors)", t, xStride))
 		return
 	}
+	if s.c.usesFastMatvec(t, k, m) {
+		s.matVecFast(suf, w, x, y, k, n, accumulate)
+		return
+	}
 	if s.c.usesExactGEMM(t, m) {
 		s.matMulExact(t, w, x, y, k, n, m, xStride, yStride, accumulate)
 		return
@@ -126,6 +130,10 @@ func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride in
 	}
 	kern := s.kernel(name, 3, 32)
 	if kern == nil {
+		return
+	}
+	if (m+7)/8 > maxGroups {
+		s.fail(fmt.Errorf("matmul %v: %d tokens exceed the %d-workgroup grid of the 8-token kernel", t, m, maxGroups))
 		return
 	}
 	lanes := s.c.matmulLanes(m)
@@ -159,7 +167,11 @@ func (s *Seq) Embed(t quant.Type, w, ids, x Binding, k, m, rowBase, nRows, xStri
 
 // RMSNorm records Y[t] = X[t] / rms(X[t]) ⊙ g over n elements for m tokens.
 func (s *Seq) RMSNorm(x, g, y Binding, n, m, stride int, eps float32) {
-	kern := s.kernel("rmsnorm", 3, 16)
+	name := "rmsnorm"
+	if !s.c.exact {
+		name = "rmsnorm_fast"
+	}
+	kern := s.kernel(name, 3, 16)
 	if kern == nil {
 		return
 	}
@@ -327,11 +339,11 @@ func actMode(t quant.Type) int {
 	return actNone
 }
 
-// QuantizeActivations records Y = X rounded as a matmul with weight type t would see it
-// (see actMode) for m rows of k elements; it reports false, recording nothing, when t uses the
+// QuantizeActivations records Y = X rounded as a matmul with weight type t would see it on
+// this context's tier (actModeFor) for m rows of k elements; it reports false, recording nothing, when t uses the
 // activations unchanged.
 func (s *Seq) QuantizeActivations(t quant.Type, x, y Binding, k, m, stride int) bool {
-	mode := actMode(t)
+	mode := s.c.actModeFor(t)
 	if mode == actNone {
 		return false
 	}

@@ -68,6 +68,7 @@ type Resident struct {
 
 	// scratch, token-major
 	x, xn, q, k, v, att, gate, up *Buffer
+	attPart                       *Buffer // split attention's per-range partials (fast tier; nil on the exact tier)
 	xq                            *Buffer // activations rounded for quantized weights
 	logits                        *Buffer // host-visible: rows × vocab
 	logitRows                     int
@@ -378,6 +379,9 @@ func (r *Resident) allocScratch(window int) error {
 		{&r.xq, r.rows * max(h.FFN, h.QDim(), h.Dim), false},
 		{&r.ids, r.rows, true}, {&r.pos, 1, true}, {&r.ropeCS, r.rows * r.ropeDims, true},
 	}
+	if r.c.usesSplitAttention(h.HeadDim) {
+		allocs = append(allocs, alloc{&r.attPart, r.c.attentionPartialFloats(r.rows, h.Heads, h.HeadsKV, h.HeadDim, r.ctxLen), false})
+	}
 	if r.hasHead {
 		allocs = append(allocs, alloc{&r.logits, r.logitRows * h.VocabSize, true}, alloc{&r.best, 1, true})
 	}
@@ -425,9 +429,9 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 		if done[i] {
 			continue
 		}
-		mode := actMode(ps[i].w.typ)
+		mode := r.c.actModeFor(ps[i].w.typ)
 		src := x
-		if mode != actNone {
+		if mode != actNone && !r.c.roundsOwnActivations(ps[i].w.typ, k, m) {
 			if i > 0 {
 				s.Barrier() // an earlier group may still read xq
 			}
@@ -436,7 +440,7 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 			src = xq
 		}
 		for j := i; j < len(ps); j++ {
-			if !done[j] && actMode(ps[j].w.typ) == mode {
+			if !done[j] && r.c.actModeFor(ps[j].w.typ) == mode && r.c.roundsOwnActivations(ps[j].w.typ, k, m) == r.c.roundsOwnActivations(ps[i].w.typ, k, m) {
 				r.matmul(s, ps[j].w, src, ps[j].y, 0, m, k, ps[j].yStride, ps[j].acc)
 				done[j] = true
 			}
@@ -492,7 +496,11 @@ func (r *Resident) record(s *Seq, m int) {
 		s.KVStore(r.v.All(), l.vCache.All(), r.pos.All(), vd, m, vd)
 		s.Barrier()
 		stamp("rope_kv")
-		s.Attention(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, scale)
+		if r.attPart != nil {
+			s.AttentionSplit(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, r.ctxLen, scale)
+		} else {
+			s.Attention(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, scale)
+		}
 		s.Barrier()
 		stamp("attention")
 		r.project(s, r.att.All(), qd, m, projection{l.o, r.x, dim, true})
@@ -883,7 +891,7 @@ func (r *Resident) Close() error {
 		l.kCache.Free()
 		l.vCache.Free()
 	}
-	for _, b := range []*Buffer{r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout} {
+	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout} {
 		b.Free()
 	}
 	if r.ownCtx {

@@ -32,7 +32,7 @@ func TestAddBiasAddsTheVectorToEveryRow(t *testing.T) {
 // square root), within 1e-5 relative elsewhere.
 func TestRMSNormHeadsNormalizesEachHeadInPlace(t *testing.T) {
 	c := ctxOrSkip(t)
-	exact := c.Info.Type == "cpu"
+	exact := c.Info.Type == "cpu" && c.exact // the exact tier's RMSNorm is the CPU's to the bit on lavapipe
 	rng := rand.New(rand.NewSource(4))
 	const eps = 1e-6
 	for _, tc := range []struct{ headDim, heads, m int }{{64, 4, 1}, {128, 2, 7}, {32, 3, 5}} {

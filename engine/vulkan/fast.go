@@ -1,0 +1,188 @@
+package vulkan
+
+import (
+	"fmt"
+
+	"github.com/vkllm/vkllm/engine/config"
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// The two numeric tiers.
+//
+// The fast tier (the default) computes in plain f32 from f32 activations: the decode products
+// read weights at full width with x shared across rows (matvec_fast.glsl), attention is split
+// over positions and merged (attention_split/attention_merge), RMSNorm is one subgroup-summed
+// pass, and Q4_0/Q8_0 prefill takes the cooperative-matrix GEMM like every other type. Each
+// kernel is held to a stated error bound against a float64 reference (fast_test.go), and the
+// whole model to greedy agreement with llama.cpp up to the first near-tie.
+//
+// The exact tier (VKLLM_GPU_EXACT=1) rounds activations and sums products in llama.cpp's CPU
+// order, bit for bit (matmul.glsl, matmul_exact.glsl, attention.comp, rmsnorm.comp): the same
+// logits as the CPU backend, at 2-11x the cost.
+
+// selectNumericTier picks the tier once at Open.
+func (c *Context) selectNumericTier() {
+	switch {
+	case config.GPUExact.Bool():
+		c.exact, c.exactWhy = true, "exact tier: llama.cpp's CPU order bit for bit (VKLLM_GPU_EXACT=1)"
+	case !c.Info.Features[FeatureSubgroupArith]:
+		c.exact, c.exactWhy = true, "exact tier: the fast kernels need subgroup arithmetic in compute shaders, which this device does not report"
+	default:
+		c.exact, c.exactWhy = false, "fast tier: f32 decode products with shared activations, split attention, Q4_0/Q8_0 prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
+	}
+}
+
+// numericSelects is the roster's line for the numeric tier.
+func (c *Context) numericSelects() string { return c.exactWhy }
+
+// Exact reports whether the context runs the exact tier.
+func (c *Context) Exact() bool { return c.exact }
+
+// SetExact switches the tier for Seqs recorded from now on (tests compare both tiers on one
+// context; a Resident records its decode pass when made, so switch before NewResident).
+func (c *Context) SetExact(exact bool) {
+	if !exact && !c.Info.Features[FeatureSubgroupArith] {
+		return // the fast kernels cannot run here
+	}
+	c.exact = exact
+}
+
+// fastMatvecTypes are the weight types with a matvec_fast kernel.
+var fastMatvecTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
+
+// usesFastMatvec reports whether a product of m tokens with weights of type t and k-element
+// rows takes matvec_fast.
+func (c *Context) usesFastMatvec(t quant.Type, k, m int) bool {
+	return !c.exact && m == 1 && fastMatvecTypes[t] && k%blockElems(t) == 0
+}
+
+// fastMatvecRows is the rows per workgroup of matvec_fast: two rows per subgroup pass, as many
+// subgroups as a 128-thread workgroup holds (the shader loops, so any real subgroup size
+// covers every row).
+func (c *Context) fastMatvecRows() int {
+	sg := c.Info.SubgroupSize
+	if sg <= 0 || sg > 128 {
+		sg = 32
+	}
+	return 2 * (128 / sg)
+}
+
+// matVecFast records y (+)= W·x for one token on the fast tier (shapes already checked).
+func (s *Seq) matVecFast(suf string, w, x, y Binding, k, n int, accumulate bool) {
+	kern := s.kernel("matvec_fast_"+suf, 3, 20)
+	if kern == nil {
+		return
+	}
+	rows := s.c.fastMatvecRows()
+	gx, gy := grid1D((n + rows - 1) / rows)
+	acc := uint32(0)
+	if accumulate {
+		acc = 1
+	}
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(rows), gx, acc), gx, gy, 1, w, x, y)
+}
+
+// actModeFor is how activations are rounded before a product with weights of type t on this
+// context. Both tiers round to the 8-bit blocks llama.cpp's quantized products see (without
+// that, the random-weight q8_0/q4_0 models' logits move by 0.2-0.3 from llama.cpp's and
+// greedy output parts from it at top-2 gaps of 0.13, measured on lavapipe); the fast tier uses
+// f16 weights' activations unrounded and lets matvec_fast round Q4_0/Q8_0 blocks in registers
+// (roundsOwnActivations).
+func (c *Context) actModeFor(t quant.Type) int {
+	if !c.exact && t == quant.F16 {
+		return actNone
+	}
+	return actMode(t)
+}
+
+// roundsOwnActivations reports whether the product of m tokens with weights of type t rounds
+// its activations itself, so the caller skips the quantact pass.
+func (c *Context) roundsOwnActivations(t quant.Type, k, m int) bool {
+	return c.usesFastMatvec(t, k, m) && (t == quant.Q4_0 || t == quant.Q8_0)
+}
+
+// Split attention (flash decoding).
+
+// splitAttentionMaxHeads is the most query heads one attention_split workgroup takes.
+const splitAttentionMaxHeads = 8
+
+// usesSplitAttention reports whether attention with head size headDim runs on the split
+// kernels on this context.
+func (c *Context) usesSplitAttention(headDim int) bool {
+	return !c.exact && headDim%8 == 0 && headDim <= 256
+}
+
+// attentionHeadsPerGroup is the number of query heads (sharing one KV head) one workgroup
+// takes: the largest divisor of the group size with at most 8 heads and 1024 query floats.
+func attentionHeadsPerGroup(nHead, nKV, headDim int) int {
+	group := nHead / nKV
+	for hp := min(group, splitAttentionMaxHeads); hp > 1; hp-- {
+		if group%hp == 0 && hp*headDim <= 1024 {
+			return hp
+		}
+	}
+	return 1
+}
+
+// maxAttentionSplits bounds the position ranges per (head, token); the resident plan sizes the
+// partials for m·splits <= window·16 (plan.ScratchSplits).
+const maxAttentionSplits = 64
+
+// attentionSplits is the number of position ranges for m query tokens over a context of
+// ctxLen positions with `groups` head groups: enough workgroups to fill a GPU (about 1024;
+// lavapipe runs workgroups on a few CPU threads and takes fewer), each range at least 64
+// positions of the full context.
+func (c *Context) attentionSplits(m, groups, ctxLen int) int {
+	target := 1024
+	if c.Info.Type == "cpu" {
+		target = 16
+	}
+	n := (target + groups*m - 1) / (groups * m)
+	n = min(n, maxAttentionSplits, max(1, ctxLen/64))
+	if m > 1 {
+		n = min(n, 16)
+	}
+	return max(1, n)
+}
+
+// attentionPartialFloats is the f32 count of the partials buffer for up to rows query tokens.
+func (c *Context) attentionPartialFloats(rows, nHead, nKV, headDim, ctxLen int) int {
+	groups := nKV * (nHead / nKV) / attentionHeadsPerGroup(nHead, nKV, headDim)
+	most := 0
+	for m := 1; m <= rows; m++ {
+		most = max(most, m*c.attentionSplits(m, groups, ctxLen))
+	}
+	return most * nHead * (headDim + 2)
+}
+
+// AttentionSplit records causal attention of m query tokens at positions pos[0].. over the f16
+// caches as attention_split over position ranges, then attention_merge into o (see
+// Attention for the layout); part holds attentionPartialFloats floats.
+func (s *Seq) AttentionSplit(q, k, v, o, pos, part Binding, headDim, nHead, nKV, m, qStride, oStride, ctxLen int, scale float32) {
+	if headDim%8 != 0 || headDim > 256 || nKV == 0 || nHead%nKV != 0 {
+		s.fail(fmt.Errorf("split attention: head size %d (a multiple of 8, max 256) with %d heads over %d KV heads is unsupported", headDim, nHead, nKV))
+		return
+	}
+	hp := attentionHeadsPerGroup(nHead, nKV, headDim)
+	groups := nHead / hp
+	splits := s.c.attentionSplits(m, groups, ctxLen)
+	need := uint64(4 * m * splits * nHead * (headDim + 2))
+	if part.Size < need {
+		s.fail(fmt.Errorf("split attention: partials binding of %d bytes, need %d", part.Size, need))
+		return
+	}
+	ks := s.kernel("attention_split", 5, 32)
+	km := s.kernel("attention_merge", 2, 20)
+	if ks == nil || km == nil {
+		return
+	}
+	if m > maxGroups || groups > maxGroups {
+		s.fail(fmt.Errorf("split attention: %d tokens x %d head groups exceed the grid", m, groups))
+		return
+	}
+	s.Dispatch(ks, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
+		uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos)
+	s.Barrier()
+	s.Dispatch(km, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(oStride), uint32(splits)),
+		uint32(nHead), uint32(m), 1, part, o)
+}

@@ -1,0 +1,139 @@
+package vulkan
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// withTier runs the rest of the test on the exact or the fast tier of the shared context,
+// restoring the tier after. A device without the fast kernels' subgroup arithmetic has only
+// the exact tier: asking it for the fast one skips, saying why.
+func withTier(t testing.TB, c *Context, exact bool) {
+	t.Helper()
+	prev := c.exact
+	c.SetExact(exact)
+	t.Cleanup(func() { c.exact = prev })
+	if c.exact != exact {
+		t.Skipf("the fast tier needs subgroup arithmetic, which %s does not report", c.Info.Name)
+	}
+}
+
+// tiers names both numeric tiers for table-driven tests.
+var tiers = []struct {
+	name  string
+	exact bool
+}{{"exact", true}, {"fast", false}}
+
+// Split attention against a float64 reference on the same f16 cache, with unrounded queries:
+// decode at the first position, inside the first 128-position chunk, across chunks and splits;
+// prefill rows that straddle chunk boundaries; head groups of 1, 2 and 4 query heads per KV
+// head and head sizes 64 and 128. Bound: every output within 2e-5 relative (max(1,|ref|)):
+// f32 scores and sums over ≤ 1100 positions of unit-scale values carry errors ~1e-6.
+func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
+	c := ctxOrSkip(t)
+	withTier(t, c, false)
+	for _, tc := range []struct {
+		headDim, nHead, nKV, pos0, m, ctx int
+	}{
+		{64, 4, 4, 0, 1, 256},      // one position, one head per group
+		{64, 4, 2, 37, 1, 256},     // decode inside the first chunk
+		{128, 8, 2, 1000, 1, 1100}, // decode over many chunks and splits, 4 heads per group
+		{64, 8, 2, 130, 5, 512},    // prefill rows across a chunk boundary
+		{128, 4, 1, 0, 19, 64},     // prefill from position 0, a 4-head group, a short context
+	} {
+		name := fmt.Sprintf("hd%d/heads%d-%d/pos%d/rows%d", tc.headDim, tc.nHead, tc.nKV, tc.pos0, tc.m)
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(tc.pos0*7 + tc.m)))
+			row := tc.nKV * tc.headDim
+			n := tc.pos0 + tc.m
+			kf, vf := f16Round(randVec(rng, n*row, 1)), f16Round(randVec(rng, n*row, 1))
+			kc := make([]uint32, tc.ctx*row/2)
+			vc := make([]uint32, tc.ctx*row/2)
+			for i := 0; i < n*row; i += 2 {
+				kc[i/2] = packF16Pair(kf[i], kf[i+1])
+				vc[i/2] = packF16Pair(vf[i], vf[i+1])
+			}
+			q := randVec(rng, tc.m*tc.nHead*tc.headDim, 1)
+			kb, vb := uploadU32(t, c, kc), uploadU32(t, c, vc)
+			qb, pb := upload(t, c, q), uploadU32(t, c, []uint32{uint32(tc.pos0)})
+			ob := upload(t, c, poisoned(tc.m*tc.nHead*tc.headDim))
+			part := zeros(t, c, c.attentionPartialFloats(tc.m, tc.nHead, tc.nKV, tc.headDim, tc.ctx))
+			scale := 1 / math.Sqrt(float64(tc.headDim))
+			qd := tc.nHead * tc.headDim
+			run(t, c, func(s *Seq) {
+				s.AttentionSplit(qb.All(), kb.All(), vb.All(), ob.All(), pb.All(), part.All(), tc.headDim, tc.nHead, tc.nKV, tc.m, qd, qd, tc.ctx, float32(scale))
+			})
+			got := readF32(t, ob, tc.m*qd)
+			want := attentionRef(q, kf, vf, tc.pos0, tc.headDim, tc.nHead, tc.nKV, tc.m, scale)
+			worst := 0.0
+			for i := range want {
+				e := math.Abs(float64(got[i])-float64(want[i])) / math.Max(1, math.Abs(float64(want[i])))
+				if !(e <= 2e-5) { // NaN fails too
+					t.Fatalf("output %d: got %v, want %v (rel tol 2e-5)", i, got[i], want[i])
+				}
+				worst = math.Max(worst, e)
+			}
+			t.Logf("max rel err %.2g (splits %d)", worst, c.attentionSplits(tc.m, tc.nHead/attentionHeadsPerGroup(tc.nHead, tc.nKV, tc.headDim), tc.ctx))
+		})
+	}
+}
+
+// poisoned is n NaNs: outputs a kernel forgets to write fail the comparison.
+func poisoned(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(math.NaN())
+	}
+	return v
+}
+
+// packF16Pair packs two f16-exact floats as the cache stores them (low half first).
+func packF16Pair(a, b float32) uint32 {
+	return uint32(quant.F32ToF16(a)) | uint32(quant.F32ToF16(b))<<16
+}
+
+// The fast RMSNorm against float64, on rows longer and shorter than its 256 threads: within
+// 1e-5 relative (one f32 sum of ≤ 5000 squares, an inverse square root and two products).
+func TestFastRMSNormMatchesFloat64Reference(t *testing.T) {
+	c := ctxOrSkip(t)
+	withTier(t, c, false)
+	for _, n := range []int{100, 4096, 4100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(n)))
+			const m, eps = 3, 1e-6
+			x, g := randVec(rng, n*m, 3), randVec(rng, n, 1)
+			xb, gb, yb := upload(t, c, x), upload(t, c, g), upload(t, c, poisoned(n*m))
+			run(t, c, func(s *Seq) { s.RMSNorm(xb.All(), gb.All(), yb.All(), n, m, n, eps) })
+			got := readF32(t, yb, n*m)
+			for tk := 0; tk < m; tk++ {
+				var ss float64
+				for i := 0; i < n; i++ {
+					ss += float64(x[tk*n+i]) * float64(x[tk*n+i])
+				}
+				scale := 1 / math.Sqrt(ss/float64(n)+eps)
+				for i := 0; i < n; i++ {
+					want := float64(x[tk*n+i]) * scale * float64(g[i])
+					if e := math.Abs(float64(got[tk*n+i]) - want); !(e <= 1e-5*math.Max(1, math.Abs(want))) {
+						t.Fatalf("row %d element %d: got %v, want %v (rel tol 1e-5)", tk, i, got[tk*n+i], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Heads per attention workgroup: the largest divisor of the group with at most 8 heads and
+// 1024 query floats.
+func TestAttentionHeadsPerGroup(t *testing.T) {
+	for _, tc := range []struct{ nHead, nKV, headDim, want int }{
+		{32, 8, 128, 4}, {32, 32, 128, 1}, {28, 4, 128, 7}, {64, 4, 128, 8}, {64, 4, 256, 4}, {40, 8, 128, 5}, {12, 2, 64, 6},
+	} {
+		if got := attentionHeadsPerGroup(tc.nHead, tc.nKV, tc.headDim); got != tc.want {
+			t.Errorf("attentionHeadsPerGroup(%d, %d, %d) = %d, want %d", tc.nHead, tc.nKV, tc.headDim, got, tc.want)
+		}
+	}
+}
