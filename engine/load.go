@@ -272,3 +272,27 @@ func (e *Engine) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// TrainingContext is the context a model file was trained for (its context_length), read
+// without loading the model: path "" is the embedded model. A caller sizing a context from a
+// user's numbers checks them against it before the load allocates for them.
+func TrainingContext(path string) (int, error) {
+	var (
+		f   *gguf.File
+		err error
+	)
+	if path == "" {
+		f, err = gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
+	} else {
+		f, err = gguf.Open(path)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read training context: %w", err)
+	}
+	defer f.Close()
+	m, err := model.Load(f)
+	if err != nil {
+		return 0, fmt.Errorf("read training context: %w", err)
+	}
+	return m.Hyper.ContextLength, nil
+}

@@ -104,6 +104,12 @@ func runBench(ctx context.Context, args []string) error {
 	cfg := bench.Config{NPrompt: f.nPrompt, NGen: f.nGen, Reps: f.reps, Depths: f.depths, Seed: f.seed}
 	ctxLen := f.ctxLength
 	if ctxLen == 0 {
+		// Sized from the tests, the context must stay within the model's own: a typo such as
+		// -p 1000000000 would otherwise allocate for it. --ctx runs past it on purpose.
+		if train, err := engine.TrainingContext(f.model); err == nil && cfg.NeedContext() > train {
+			return fmt.Errorf("the tests need %d positions of context but the model was trained for %d; lower -p, -n or -d, or pass --ctx %d to run past its training context: %w",
+				cfg.NeedContext(), train, cfg.NeedContext(), errUsage)
+		}
 		ctxLen = cfg.NeedContext() + 16
 	} else if err := cfg.CheckContext(ctxLen); err != nil {
 		return fmt.Errorf("--ctx %d is too small: %w; raise --ctx to %d or more, or leave it out to size the context from the tests: %w",
