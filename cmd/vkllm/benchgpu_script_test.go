@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/bench"
+	"github.com/vkllm/vkllm/engine/vulkan"
+)
+
+// TestMain lets the test binary stand in for the programs scripts/bench-gpu.sh runs: called
+// through a link named vkllm it is the CLI, through one named llama-bench a fake peer.
+func TestMain(m *testing.M) {
+	switch filepath.Base(os.Args[0]) {
+	case "vkllm":
+		main()
+		os.Exit(0)
+	case "llama-bench":
+		os.Exit(fakeLlamaBench(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeLlamaBench answers like llama-bench -o json with made-up rates: one row per flash-attention
+// setting, depth and test, in llama-bench's order.
+func fakeLlamaBench(args []string) int {
+	if len(args) == 1 && args[0] == "--help" {
+		fmt.Fprintln(os.Stderr, "ggml_vulkan: 0 = Fake GPU (NVIDIA) | uma: 0 | fp16: 1 | matrix cores: NV_coopmat2")
+		fmt.Println("usage: llama-bench [options]")
+		return 0
+	}
+	fs := flag.NewFlagSet("llama-bench", flag.ContinueOnError)
+	model := fs.String("m", "", "")
+	p, n, r := fs.Int("p", 512, ""), fs.Int("n", 128, ""), fs.Int("r", 5, "")
+	d, fa := fs.String("d", "0", ""), fs.String("fa", "0", "")
+	fs.Int("ngl", 99, "")
+	fs.String("o", "md", "")
+	if err := fs.Parse(args); err != nil || *model == "" {
+		fmt.Fprintln(os.Stderr, "fake llama-bench: bad arguments", args, err)
+		return 1
+	}
+	var rows []bench.Record
+	for _, f := range strings.Split(*fa, ",") {
+		v, _ := strconv.Atoi(f)
+		setting := bench.FlashAttn(v)
+		for _, ds := range strings.Split(*d, ",") {
+			depth, _ := strconv.Atoi(ds)
+			for _, test := range []struct{ p, n int }{{*p, 0}, {0, *n}} {
+				if test.p+test.n == 0 {
+					continue
+				}
+				tokens := test.p + test.n
+				ts := float64(1000*(1+v)) / float64(1+depth/64) // fa1 twice fa0; slower with depth
+				ns := make([]int64, *r)
+				for i := range ns {
+					ns[i] = int64(float64(tokens) * 1e9 / ts)
+				}
+				rows = append(rows, bench.Record{BuildCommit: "fake", BuildNumber: 1, GPUInfo: "Fake GPU", Backends: "Vulkan",
+					ModelFile: *model, ModelType: "llama ?B Q4_0", NPrompt: test.p, NGen: test.n, NDepth: depth, FlashAttn: &setting,
+					Summary: bench.Summarize(ns, tokens)})
+			}
+		}
+	}
+	out, _ := json.MarshalIndent(rows, "", "  ")
+	fmt.Println(string(out))
+	return 0
+}
+
+// The script end to end in its --quick form on lavapipe: tiny models written by synth, vkllm's
+// runs on the GPU, the fake peer, one table with every row and ratio, and the loads.
+func TestBenchGPUScriptQuickRun(t *testing.T) {
+	devs, err := vulkan.Devices()
+	if err != nil || len(devs) == 0 {
+		t.Skipf("no Vulkan device here (install mesa-vulkan-drivers for lavapipe): %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	for _, name := range []string{"vkllm", "llama-bench"} {
+		if err := os.Symlink(self, filepath.Join(tmp, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(t *testing.T, args ...string) (string, string, error) {
+		cmd := exec.Command("bash", append([]string{"../../scripts/bench-gpu.sh", "--quick"}, args...)...)
+		cmd.Env = append(os.Environ(), "VKLLM="+filepath.Join(tmp, "vkllm"), "VKLLM_GPU_VRAM_MB=1024", "VKLLM_DATA_DIR="+t.TempDir())
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+
+	t.Run("with a peer", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		stdout, stderr, err := run(t, "--out", out, filepath.Join(tmp, "llama-bench"))
+		if err != nil {
+			t.Fatalf("bench-gpu.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+		for _, want := range []string{
+			"| model | test | vkllm t/s | llama.cpp fa0 | llama.cpp fa1 | ratio vs best |",
+			"| pp32 |", "| tg8 |", "| pp32 @ d64 |", "| tg8 @ d64 |",
+			"x vs fa1 |",
+			"load synth-tiny-q4_0.gguf", "load synth-tiny-q4_k.gguf",
+			"peer device: ggml_vulkan: 0 = Fake GPU",
+		} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("report lacks %q:\n%s", want, stdout)
+			}
+		}
+		if strings.Count(stdout, "@ d64 |") != 2 {
+			t.Errorf("want the depth rows of the second model only:\n%s", stdout)
+		}
+		if report, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || string(report) != stdout {
+			t.Errorf("--out report.md differs from stdout (%v)", err)
+		}
+		if !strings.Contains(stderr, "load: ") {
+			t.Errorf("progress lacks vkllm's load lines:\n%s", stderr)
+		}
+	})
+	t.Run("without a peer", func(t *testing.T) {
+		stdout, stderr, err := run(t)
+		if err != nil {
+			t.Fatalf("bench-gpu.sh without llama-bench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "no llama-bench given: only vkllm's side ran") || !strings.Contains(stdout, "| tg8 @ d64 |") ||
+			strings.Contains(stdout, "llama.cpp fa") {
+			t.Errorf("report without a peer:\n%s", stdout)
+		}
+	})
+}

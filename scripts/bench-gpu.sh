@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# bench-gpu.sh reproduces issue 16's table in one call: vkllm against llama.cpp's llama-bench on
+# this machine's GPU, on the same synthetic GGUF files, in the same run.
+#
+#   scripts/bench-gpu.sh [options] [LLAMA_BENCH]
+#
+#  1. builds bin/vkllm when it is missing (with Go; where there is none, build it with `make cli`
+#     and bring bin/vkllm along),
+#  2. writes the models with `vkllm synth`: 1B Q4_0 (llama-3.2-1B shape), 8B Q4_0 and 8B Q4_K
+#     (llama-3-8B shape), and prints their sizes,
+#  3. runs `vkllm bench --gpu -p 512 -n 128 -r 5` on each, and at -d 4096 on the 8B models,
+#  4. runs `llama-bench -ngl 99 -p 512 -n 128 -r 5 -fa 0,1` on each, and `-d 4096 -fa 1` on the
+#     8B models,
+#  5. prints one markdown table (`vkllm results compare` of every JSON output): model, test,
+#     vkllm t/s, llama.cpp fa0 and fa1, vkllm over the best of them; then each model's load.
+#
+# LLAMA_BENCH is the path of a llama-bench binary, xz-compressed (.xz) or not. Without one, or
+# when it does not start, only vkllm's side runs and the output says so. This script never
+# builds llama.cpp. Progress goes to stderr, the report to stdout.
+#
+# Options:
+#   --vocab FILE   tokenizer the models copy (default: llama's 32000-token SPM vocabulary from
+#                  ../shared/reference/tokenizer/ggml-vocab-llama-spm.gguf or shared/reference/...
+#                  beside or inside the checkout, as issue 16's table used; else vkllm's embedded
+#                  512-token one, which makes the embedding and the head far smaller)
+#   --models DIR   write the models into DIR and reuse the ones already there (default: a
+#                  temporary folder, removed at exit)
+#   --out DIR      keep every JSON output, log and the report in DIR (default: removed at exit)
+#   -r N           timed repetitions of each test (default 5)
+#   --depth-r N    timed repetitions of the tests at depth 4096 (default 3: vkllm's decode at
+#                  depth is today's slowest part; with -r equal to --depth-r vkllm runs both
+#                  depths in one process)
+#   --quick        tiny models and tests (pp32, tg8, depth 64, 2 repetitions): checks the whole
+#                  script in a minute on any Vulkan device (lavapipe: VKLLM_GPU_VRAM_MB=1024)
+#
+# Time on one H200 (16 cores), estimated from issue 16's rates: synth ~30 s, llama-bench ~1.5 min,
+# vkllm ~4.5 min, 3 of them the two tg128 @ d4096 runs at issue 16's 5.8 t/s; ~6.5 min in all.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+REPS="" DEPTH_REPS="" VOCAB="" MODELS="" OUT="" QUICK=0 LLAMA_BENCH=""
+
+die() {
+	echo "bench-gpu.sh: $*" >&2
+	exit 2
+}
+say() { printf '[%4ds] %s\n' "$SECONDS" "$*" >&2; }
+size() { awk -v b="$(stat -c %s "$1")" 'BEGIN { if (b < 1e7) printf "%.2f MB", b / 1e6; else printf "%.2f GB", b / 1e9 }'; }
+
+while (($#)); do
+	case $1 in
+	--vocab) VOCAB=${2:?--vocab needs a file}; shift 2 ;;
+	--models) MODELS=${2:?--models needs a folder}; shift 2 ;;
+	--out) OUT=${2:?--out needs a folder}; shift 2 ;;
+	-r) REPS=${2:?-r needs a count}; shift 2 ;;
+	--depth-r) DEPTH_REPS=${2:?--depth-r needs a count}; shift 2 ;;
+	--quick) QUICK=1; shift ;;
+	-h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	-*) die "unknown option $1 (see --help)" ;;
+	*)
+		[[ -z $LLAMA_BENCH ]] || die "one LLAMA_BENCH only, got $LLAMA_BENCH and $1"
+		LLAMA_BENCH=$1
+		shift
+		;;
+	esac
+done
+
+if ((QUICK)); then
+	P=32 N=8 DEPTH=64
+	REPS=${REPS:-2} DEPTH_REPS=${DEPTH_REPS:-2}
+	# label|synth preset|synth type|also at depth
+	SPECS=("tiny Q4_0|tiny|q4_0|0" "tiny Q4_K|tiny|q4_k|1")
+else
+	P=512 N=128 DEPTH=4096
+	REPS=${REPS:-5} DEPTH_REPS=${DEPTH_REPS:-3}
+	SPECS=("1B Q4_0 (llama-3.2-1B shape)|1b|q4_0|0" "8B Q4_0 (llama-3-8B shape)|8b|q4_0|1" "8B Q4_K (llama-3-8B shape)|8b|q4_k|1")
+fi
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "-r $REPS: want a count of 1 or more"
+[[ $DEPTH_REPS =~ ^[1-9][0-9]*$ ]] || die "--depth-r $DEPTH_REPS: want a count of 1 or more"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-gpu.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+OUT=${OUT:-$WORK/out}
+MODELS=${MODELS:-$WORK/models}
+mkdir -p "$OUT" "$MODELS"
+REPORT=$OUT/report.md
+: >"$REPORT"
+report() { printf '%s\n' "$*" | tee -a "$REPORT"; }
+
+# vkllm: the checkout's bin/vkllm (VKLLM overrides), built when missing.
+VKLLM=${VKLLM:-$ROOT/bin/vkllm}
+if [[ ! -x $VKLLM ]]; then
+	command -v go >/dev/null || die "no $VKLLM and no Go toolchain here: build it with 'make cli' where Go is and bring bin/vkllm along"
+	say "building $VKLLM"
+	(cd "$ROOT" && go build -o "$VKLLM" ./cmd/vkllm)
+fi
+
+# The peer: decompressed when it comes as .xz, checked to start; its Vulkan banner says whether
+# it runs at its best (cooperative-matrix shaders: "matrix cores: NV_coopmat2" on NVIDIA).
+PEER="" PEER_NOTE="" BANNER=""
+if [[ -z $LLAMA_BENCH ]]; then
+	PEER_NOTE="no llama-bench given: only vkllm's side ran (pass the path of a llama-bench binary for the llama.cpp columns)"
+elif [[ ! -f $LLAMA_BENCH ]]; then
+	PEER_NOTE="llama-bench $LLAMA_BENCH does not exist: only vkllm's side ran"
+else
+	PEER=$LLAMA_BENCH
+	if [[ $LLAMA_BENCH == *.xz ]]; then
+		PEER=$WORK/llama-bench
+		xz -dc "$LLAMA_BENCH" >"$PEER" || die "decompress $LLAMA_BENCH failed"
+		chmod +x "$PEER"
+	fi
+	if ! "$PEER" --help >"$OUT/llama-bench-start.log" 2>&1; then
+		PEER_NOTE="llama-bench $LLAMA_BENCH does not start (its output: $(tail -n 3 "$OUT/llama-bench-start.log" | tr '\n' ' ')): only vkllm's side ran"
+		PEER=""
+	else
+		BANNER=$(grep -m 3 '^ggml_vulkan: [0-9]' "$OUT/llama-bench-start.log" || true)
+		[[ -n $BANNER ]] || PEER_NOTE="llama-bench printed no ggml_vulkan device line: is it a Vulkan build?"
+		if [[ $BANNER == *NVIDIA* && $BANNER != *NV_coopmat2* ]]; then
+			PEER_NOTE="the peer's banner lacks 'matrix cores: NV_coopmat2': it runs without its cooperative-matrix shaders, below its best (issue 16)"
+		fi
+	fi
+fi
+[[ -z $PEER_NOTE ]] || say "$PEER_NOTE"
+
+# The models, written once (to a .part file, then renamed, so a killed run leaves none half
+# written) and reused from --models DIR.
+if [[ -z $VOCAB ]] && ((!QUICK)); then
+	for v in "$ROOT/../shared/reference/tokenizer/ggml-vocab-llama-spm.gguf" "$ROOT/shared/reference/tokenizer/ggml-vocab-llama-spm.gguf"; do
+		if [[ -f $v ]]; then
+			VOCAB=$v
+			break
+		fi
+	done
+fi
+[[ -z $VOCAB || -f $VOCAB ]] || die "--vocab $VOCAB does not exist"
+VOCAB_NOTE="vkllm's embedded 512-token vocabulary (issue 16's table used llama's 32000-token SPM one: --vocab FILE)"
+[[ -z $VOCAB ]] || VOCAB_NOTE="$(basename "$VOCAB")"
+TAG=""
+[[ -z $VOCAB ]] || TAG="-$(basename "$VOCAB" .gguf)"
+
+FILES=()
+for spec in "${SPECS[@]}"; do
+	IFS='|' read -r label preset type _ <<<"$spec"
+	file=$MODELS/synth-$preset-$type$TAG.gguf
+	how="reused"
+	if [[ ! -s $file ]]; then
+		start=$SECONDS
+		say "synth $label"
+		"$VKLLM" synth -preset "$preset" -type "$type" ${VOCAB:+-vocab-from "$VOCAB"} -o "$file.part" >&2
+		mv "$file.part" "$file"
+		how="written in $((SECONDS - start)) s"
+	fi
+	FILES+=("$file")
+	say "$label: $(basename "$file"), $(size "$file") ($how)"
+done
+
+JSONS=() FAILED=()
+run_ours() { # name file flags...
+	local name=$1 file=$2
+	shift 2
+	say "vkllm bench $name $*"
+	cat "$file" >/dev/null # the load is timed from the page cache
+	if "$VKLLM" bench --gpu -m "$file" -p "$P" -n "$N" -o json "$@" >"$OUT/vkllm-$name.json" 2>"$OUT/vkllm-$name.log"; then
+		grep -h '^load:' "$OUT/vkllm-$name.log" >&2 || true
+		JSONS+=("$OUT/vkllm-$name.json")
+	else
+		say "vkllm bench $name failed (exit $?); the end of its log:"
+		tail -n 12 "$OUT/vkllm-$name.log" >&2
+		FAILED+=("vkllm $name")
+	fi
+}
+run_peer() { # name file flags...
+	local name=$1 file=$2
+	shift 2
+	[[ -n $PEER ]] || return 0
+	say "llama-bench $name $*"
+	if "$PEER" -m "$file" -p "$P" -n "$N" -ngl 99 -o json "$@" >"$OUT/llama-bench-$name.json" 2>"$OUT/llama-bench-$name.log"; then
+		JSONS+=("$OUT/llama-bench-$name.json")
+	else
+		say "llama-bench $name failed (exit $?); the end of its log:"
+		tail -n 12 "$OUT/llama-bench-$name.log" >&2
+		FAILED+=("llama-bench $name")
+	fi
+}
+
+for i in "${!SPECS[@]}"; do
+	IFS='|' read -r _ preset type deep <<<"${SPECS[$i]}"
+	name=$preset-$type file=${FILES[$i]}
+	if ((deep)) && [[ $DEPTH_REPS == "$REPS" ]]; then
+		run_ours "$name" "$file" -r "$REPS" -d "0,$DEPTH"
+	else
+		run_ours "$name" "$file" -r "$REPS"
+		((!deep)) || run_ours "$name-d$DEPTH" "$file" -r "$DEPTH_REPS" -d "$DEPTH"
+	fi
+	run_peer "$name" "$file" -r "$REPS" -fa 0,1
+	((!deep)) || run_peer "$name-d$DEPTH" "$file" -r "$DEPTH_REPS" -d "$DEPTH" -fa 1
+done
+
+report "## vkllm against llama.cpp, same run ($(date -u '+%Y-%m-%d %H:%M UTC'), scripts/bench-gpu.sh)"
+report ""
+report "- vkllm: \`bench --gpu -p $P -n $N -r $REPS\`, at depth \`-d $DEPTH -r $DEPTH_REPS\`; $("$VKLLM" version)"
+report "- llama.cpp: \`llama-bench -ngl 99 -p $P -n $N -r $REPS -fa 0,1\`, at depth \`-d $DEPTH -fa 1 -r $DEPTH_REPS\`${PEER:+; $LLAMA_BENCH}"
+[[ -z $BANNER ]] || report "- peer device: ${BANNER//$'\n'/; }"
+report "- device: $("$VKLLM" devices 2>/dev/null | sed -n '/^\*/{N;s/\n */, /;s/, key .*//;p;q}')"
+if command -v nvidia-smi >/dev/null; then
+	report "- nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 || true)"
+fi
+report "- models ($VOCAB_NOTE):"
+for i in "${!SPECS[@]}"; do
+	IFS='|' read -r label _ <<<"${SPECS[$i]}"
+	report "  - $label: $(basename "${FILES[$i]}"), $(size "${FILES[$i]}")"
+done
+[[ -z $PEER_NOTE ]] || report "- note: $PEER_NOTE"
+((${#FAILED[@]} == 0)) || report "- failed (logs in $OUT): ${FAILED[*]}"
+report ""
+if ((${#JSONS[@]})); then
+	"$VKLLM" results compare "${JSONS[@]}" | tee -a "$REPORT"
+else
+	report "no run finished: nothing to table"
+fi
+report ""
+report "$SECONDS s in all"
+[[ $OUT == "$WORK"/* ]] || say "report and every output: $OUT"
+for f in "${FAILED[@]}"; do
+	[[ $f == vkllm* ]] && exit 1
+done
+exit 0
