@@ -16,7 +16,7 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_RUN  := gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev libvulkan-dev mesa-vulkan-drivers
 APT_TEST := $(APT_RUN) vulkan-validationlayers xvfb xauth chromium xdotool imagemagick
 
-.PHONY: glslc run test build cli frontend deps-run deps-test apt-run apt-test node wails-cli vet gotest ui-tests e2e smoke screenshot clean
+.PHONY: glslc run test build cli frontend deps-run deps-test apt-run apt-test node wails-cli vet gotest ui-tests e2e smoke screenshot bench-gpu clean
 
 ## run: install what is missing, build, and start the app with the embedded model
 run: deps-run build
@@ -91,6 +91,13 @@ smoke: $(APP)
 ## screenshot: refresh docs/screenshot.png from the window under Xvfb
 screenshot: $(APP)
 	cd frontend && VKLLM_APP=../$(APP) WINDOW_SHOT=../docs/screenshot.png node --test e2e/window.test.mjs
+
+## bench-gpu: issue 16's table on this machine's GPU against llama.cpp:
+##   make bench-gpu LLAMA_BENCH=/path/to/llama-bench [BENCH_GPU_FLAGS="--out DIR --models DIR"]
+LLAMA_BENCH     ?=
+BENCH_GPU_FLAGS ?=
+bench-gpu: cli
+	bash scripts/bench-gpu.sh $(BENCH_GPU_FLAGS) $(LLAMA_BENCH)
 
 $(APP):
 	$(MAKE) build
