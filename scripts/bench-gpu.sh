@@ -95,8 +95,7 @@ if [[ ! -x $VKLLM ]]; then
 	(cd "$ROOT" && go build -o "$VKLLM" ./cmd/vkllm)
 fi
 
-# The peer: decompressed when it comes as .xz, checked to start; its Vulkan banner says whether
-# it runs at its best (cooperative-matrix shaders: "matrix cores: NV_coopmat2" on NVIDIA).
+# The peer: decompressed when it comes as .xz, checked to start.
 PEER="" PEER_NOTE="" BANNER=""
 if [[ -z $LLAMA_BENCH ]]; then
 	PEER_NOTE="no llama-bench given: only vkllm's side ran (pass the path of a llama-bench binary for the llama.cpp columns)"
@@ -112,12 +111,6 @@ else
 	if ! "$PEER" --help >"$OUT/llama-bench-start.log" 2>&1; then
 		PEER_NOTE="llama-bench $LLAMA_BENCH does not start (its output: $(tail -n 3 "$OUT/llama-bench-start.log" | tr '\n' ' ')): only vkllm's side ran"
 		PEER=""
-	else
-		BANNER=$(grep -m 3 '^ggml_vulkan: [0-9]' "$OUT/llama-bench-start.log" || true)
-		[[ -n $BANNER ]] || PEER_NOTE="llama-bench printed no ggml_vulkan device line: is it a Vulkan build?"
-		if [[ $BANNER == *NVIDIA* && $BANNER != *NV_coopmat2* ]]; then
-			PEER_NOTE="the peer's banner lacks 'matrix cores: NV_coopmat2': it runs without its cooperative-matrix shaders, below its best (issue 16)"
-		fi
 	fi
 fi
 [[ -z $PEER_NOTE ]] || say "$PEER_NOTE"
@@ -195,6 +188,17 @@ for i in "${!SPECS[@]}"; do
 	run_peer "$name" "$file" -r "$REPS" -fa 0,1
 	((!deep)) || run_peer "$name-d$DEPTH" "$file" -r "$DEPTH_REPS" -d "$DEPTH" -fa 1
 done
+
+# The peer's Vulkan device line says whether it ran at its best: with its cooperative-matrix
+# shaders, "matrix cores: NV_coopmat2" on NVIDIA.
+if [[ -n $PEER ]]; then
+	BANNER=$(cat "$OUT"/llama-bench-*.log | grep '^ggml_vulkan: [0-9]' | sort -u | head -n 3 || true)
+	if [[ -z $BANNER ]]; then
+		PEER_NOTE="llama-bench printed no ggml_vulkan device line: is it a Vulkan build?"
+	elif [[ $BANNER == *NVIDIA* && $BANNER != *NV_coopmat2* ]]; then
+		PEER_NOTE="the peer's device line lacks 'matrix cores: NV_coopmat2': it ran without its cooperative-matrix shaders, below its best (issue 16)"
+	fi
+fi
 
 report "## vkllm against llama.cpp, same run ($(date -u '+%Y-%m-%d %H:%M UTC'), scripts/bench-gpu.sh)"
 report ""

@@ -31,9 +31,15 @@ func TestMain(m *testing.M) {
 
 // fakeLlamaBench answers like llama-bench -o json with made-up rates: one row per flash-attention
 // setting, depth and test, in llama-bench's order.
+// Its device line, like llama.cpp's Vulkan backend prints at start, is FAKE_LLAMA_BENCH_DEVICE
+// when set.
 func fakeLlamaBench(args []string) int {
+	device := "Fake GPU (NVIDIA) | uma: 0 | fp16: 1 | matrix cores: NV_coopmat2"
+	if d := os.Getenv("FAKE_LLAMA_BENCH_DEVICE"); d != "" {
+		device = d
+	}
+	fmt.Fprintln(os.Stderr, "ggml_vulkan: 0 = "+device)
 	if len(args) == 1 && args[0] == "--help" {
-		fmt.Fprintln(os.Stderr, "ggml_vulkan: 0 = Fake GPU (NVIDIA) | uma: 0 | fp16: 1 | matrix cores: NV_coopmat2")
 		fmt.Println("usage: llama-bench [options]")
 		return 0
 	}
@@ -91,9 +97,10 @@ func TestBenchGPUScriptQuickRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := func(t *testing.T, args ...string) (string, string, error) {
-		cmd := exec.Command("bash", append([]string{"../../scripts/bench-gpu.sh", "--quick"}, args...)...)
+	run := func(t *testing.T, env []string, args ...string) (string, string, error) {
+		cmd := exec.Command("bash", append([]string{"../../scripts/bench-gpu.sh", "--quick", "-r", "1", "--depth-r", "1"}, args...)...)
 		cmd.Env = append(os.Environ(), "VKLLM="+filepath.Join(tmp, "vkllm"), "VKLLM_GPU_VRAM_MB=1024", "VKLLM_DATA_DIR="+t.TempDir())
+		cmd.Env = append(cmd.Env, env...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -102,7 +109,7 @@ func TestBenchGPUScriptQuickRun(t *testing.T) {
 
 	t.Run("with a peer", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
-		stdout, stderr, err := run(t, "--out", out, filepath.Join(tmp, "llama-bench"))
+		stdout, stderr, err := run(t, nil, "--out", out, filepath.Join(tmp, "llama-bench"))
 		if err != nil {
 			t.Fatalf("bench-gpu.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 		}
@@ -123,12 +130,21 @@ func TestBenchGPUScriptQuickRun(t *testing.T) {
 		if report, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || string(report) != stdout {
 			t.Errorf("--out report.md differs from stdout (%v)", err)
 		}
-		if !strings.Contains(stderr, "load: ") {
-			t.Errorf("progress lacks vkllm's load lines:\n%s", stderr)
+		if !strings.Contains(stderr, "load: ") || strings.Contains(stdout, "note:") {
+			t.Errorf("progress lacks vkllm's load lines, or the report has a note:\n%s\n%s", stderr, stdout)
+		}
+	})
+	t.Run("with a peer below its best", func(t *testing.T) {
+		stdout, stderr, err := run(t, []string{"FAKE_LLAMA_BENCH_DEVICE=NVIDIA H200 (NVIDIA) | matrix cores: none"}, filepath.Join(tmp, "llama-bench"))
+		if err != nil {
+			t.Fatalf("bench-gpu.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "note: the peer's device line lacks 'matrix cores: NV_coopmat2'") {
+			t.Errorf("report does not warn of a peer without its cooperative-matrix shaders:\n%s", stdout)
 		}
 	})
 	t.Run("without a peer", func(t *testing.T) {
-		stdout, stderr, err := run(t)
+		stdout, stderr, err := run(t, nil)
 		if err != nil {
 			t.Fatalf("bench-gpu.sh without llama-bench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 		}
