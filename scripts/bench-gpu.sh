@@ -33,6 +33,12 @@
 #   --quick        tiny models and tests (pp32, tg8, depth 64, 2 repetitions): checks the whole
 #                  script in a minute on any Vulkan device (lavapipe: VKLLM_GPU_VRAM_MB=1024)
 #
+# On a lent machine that has no Go and no checkout beside it: build bin/vkllm here (make cli),
+# copy the vocabulary into an ignored folder of the checkout, carry bin/, that folder, the
+# llama-bench binary and the Vulkan loader packages, and run
+# `scripts/bench-gpu.sh --vocab FOLDER/ggml-vocab-llama-spm.gguf --out /tmp/bench llama-bench.xz`
+# (then bring /tmp/bench back as one archive: it holds a JSON file and a log per run).
+#
 # Time on one H200 (16 cores), estimated from issue 16's rates: synth ~30 s, llama-bench ~1.5 min,
 # vkllm ~4.5 min, 3 of them the two tg128 @ d4096 runs at issue 16's 5.8 t/s; ~6.5 min in all.
 set -euo pipefail
