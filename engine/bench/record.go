@@ -13,27 +13,26 @@ import (
 // Record is one test row. Fields that llama-bench also writes use llama-bench's JSON names, so a
 // tool reading either tool's output finds the same keys; vkllm's additions come after them.
 type Record struct {
-	BuildCommit string `json:"build_commit"`
-	BuildNumber int    `json:"build_number"`
-	CPUInfo     string `json:"cpu_info"`
-	GPUInfo     string `json:"gpu_info"`
-	Backends    string `json:"backends"`
-	ModelFile   string `json:"model_filename"`
-	ModelType   string `json:"model_type"`
-	ModelSize   int64  `json:"model_size"`
-	ModelParams int64  `json:"model_n_params"`
-	NBatch      int    `json:"n_batch"`
-	NUBatch     int    `json:"n_ubatch"`
-	NThreads    int    `json:"n_threads"`
-	TypeK       string `json:"type_k"`
-	TypeV       string `json:"type_v"`
-	NGPULayers  int    `json:"n_gpu_layers"`
-	// FlashAttn is llama-bench's flash_attn setting of the row; vkllm's rows have none (nil).
-	FlashAttn *FlashAttn `json:"flash_attn,omitempty"`
-	NPrompt     int    `json:"n_prompt"`
-	NGen        int    `json:"n_gen"`
-	NDepth      int    `json:"n_depth"`
-	TestTime    string `json:"test_time"` // RFC 3339, UTC
+	BuildCommit string     `json:"build_commit"`
+	BuildNumber int        `json:"build_number"`
+	CPUInfo     string     `json:"cpu_info"`
+	GPUInfo     string     `json:"gpu_info"`
+	Backends    string     `json:"backends"`
+	ModelFile   string     `json:"model_filename"`
+	ModelType   string     `json:"model_type"`
+	ModelSize   int64      `json:"model_size"`
+	ModelParams int64      `json:"model_n_params"`
+	NBatch      int        `json:"n_batch"`
+	NUBatch     int        `json:"n_ubatch"`
+	NThreads    int        `json:"n_threads"`
+	TypeK       string     `json:"type_k"`
+	TypeV       string     `json:"type_v"`
+	NGPULayers  int        `json:"n_gpu_layers"`
+	FlashAttn   *FlashAttn `json:"flash_attn,omitempty"` // llama-bench's setting of the row; nil in vkllm's rows
+	NPrompt     int        `json:"n_prompt"`
+	NGen        int        `json:"n_gen"`
+	NDepth      int        `json:"n_depth"`
+	TestTime    string     `json:"test_time"` // RFC 3339, UTC
 	Summary
 
 	// vkllm's own fields.
