@@ -387,7 +387,8 @@ func filterTojson(b *budget, args []Value, kwargs map[string]Value) (Value, erro
 		if err != nil {
 			return NewString(""), b.err
 		}
-		if err := b.alloc(addSize(int64(sb.Len()), mulSize(values, addSize(mulSize(int64(depth), n), 1)))); err != nil {
+		// The indent string itself is built whatever the value.
+		if err := b.alloc(addSize(addSize(int64(sb.Len()), n), mulSize(values, addSize(mulSize(int64(depth), n), 1)))); err != nil {
 			return Undefined(), err
 		}
 		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", int(n)))

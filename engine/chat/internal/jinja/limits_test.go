@@ -40,6 +40,7 @@ var hostile = []struct {
 	{"indent multiplies", `{{ ('a\n' * 100000)|indent(100000) }}`, "bytes"},
 	{"format multiplies", `{{ ('{0}' * 100000).format('a' * 100000) }}`, "bytes"},
 	{"tojson indent multiplies", `{{ range(1000)|list|tojson(indent=100000000) }}`, "bytes"},
+	{"tojson indent of ten billion", `{{ []|tojson(indent=10000000000) }}`, "bytes"},
 	{"sort of a million", `{{ range(1000000)|sort|length }}`, "steps"},
 	{"long chain of additions", `{{ 1` + strings.Repeat(" + 1", 100000) + ` }}`, "evaluation nesting"},
 }
