@@ -8,12 +8,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
+	"github.com/vkllm/vkllm/engine/quant"
 )
 
 // send makes one authorized request with the body read from r and returns the status, the
@@ -212,5 +215,32 @@ func TestBenchCountsPastTheContextAreA400BeforeAnything(t *testing.T) {
 				t.Errorf("answered after %v, allocating %d MB", took, alloc>>20)
 			}
 		})
+	}
+}
+
+// A model file with a recursive chat template (which used to overflow the sidecar's stack on
+// every message, and again after each restart) answers the chat in the plain format, and the
+// server stays up for the next one.
+func TestRecursiveChatTemplateAnswersAndTheServerStaysUp(t *testing.T) {
+	spec := modeltest.Small("qwen2", quant.Q8_0, 3)
+	spec.ChatTemplate = `{% macro f(m) %}{{ f(m) }}{% endmacro %}{% for m in messages %}{{ f(m) }}{% endfor %}`
+	path := filepath.Join(t.TempDir(), "hostile.gguf")
+	if err := modeltest.WriteFile(path, spec); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, ServeOptions{Load: engineLoad, Backend: "cpu", ModelPath: path})
+	chat := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"temperature":0}`
+	for i := range 2 {
+		code, body, took := ts.sendString(t, "POST", "/v1/chat/completions", chat)
+		if code != http.StatusOK || !strings.Contains(body, `"prompt_tokens"`) {
+			t.Fatalf("chat %d: %d %s", i+1, code, body)
+		}
+		if took > 2*time.Second {
+			t.Errorf("chat %d took %v, want under 2s", i+1, took)
+		}
+	}
+	var h Health
+	if code := ts.do(t, "GET", "/vkllm/health", "", &h); code != http.StatusOK || h.Status != "ready" || h.Model == nil || h.Model.Path != path {
+		t.Fatalf("health after the chats: %d %+v", code, h)
 	}
 }
