@@ -27,7 +27,10 @@ layout(push_constant) uniform P {
 
 #include "dequant.glsl"
 
-const uint NR = 2u; // rows per subgroup pass
+#ifndef NR_ROWS
+#define NR_ROWS 4u
+#endif
+const uint NR = NR_ROWS; // rows per subgroup pass
 
 #if defined(T_Q4_0) || defined(T_Q8_0)
 // units are 32-element blocks; x of block u is x4[8u..8u+7]. The lane rounds its block of x

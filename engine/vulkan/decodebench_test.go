@@ -30,7 +30,7 @@ func BenchmarkDecodeMatvec(b *testing.B) {
 		best := bestNsPerRep(b, c, reps, func(s *Seq) {
 			s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, 1, k, n, false)
 		}) / 1e3
-		b.Logf("%v: %.1f us per %dx%d matvec, %.0f GB/s of weights", typ, best, n, k, float64(len(wq))/best/1e3)
+		b.Logf("%v: %.1f us per %dx%d matvec, %.0f GB/s of weights (%s tier)", typ, best, n, k, float64(len(wq))/best/1e3, map[bool]string{true: "exact", false: "fast"}[c.exact])
 		b.ReportMetric(best, typ.String()+"-us")
 	}
 }

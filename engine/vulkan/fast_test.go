@@ -101,7 +101,7 @@ func packF16Pair(a, b float32) uint32 {
 func TestFastRMSNormMatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
-	for _, n := range []int{100, 4096, 4100} {
+	for _, n := range []int{100, 4096, 4100, 4098} { // 4098: the scalar path
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(n)))
 			const m, eps = 3, 1e-6

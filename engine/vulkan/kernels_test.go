@@ -95,65 +95,67 @@ func TestMatMulMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	prev := c.gemm
 	c.gemm = gemmShared
 	t.Cleanup(func() { c.gemm = prev })
-	const k, n = 512, 37
-	for _, tier := range tiers {
-		for _, typ := range weightTypes {
-			for _, tc := range []struct{ m, lanes int }{{1, 0}, {1, 16}, {11, 0}} {
-				m := tc.m
-				name := fmt.Sprintf("%s/%v/tokens%d", tier.name, typ, m)
-				if tc.lanes != 0 {
-					name += fmt.Sprintf("/lanes%d", tc.lanes) // a GPU's row layout, on any device
-				}
-				t.Run(name, func(t *testing.T) {
-					withTier(t, c, tier.exact)
-					c.lanes = tc.lanes
-					defer func() { c.lanes = 0 }()
-					rng := rand.New(rand.NewSource(int64(typ)*100 + int64(m)))
-					wf := randVec(rng, k*n, 0.5)
-					wq, err := quant.Quantize(typ, wf)
-					if err != nil {
-						t.Fatal(err)
+	const n = 37
+	for _, k := range []int{512, 1280} { // 1280: the fast matvec's 512-element passes, the last one partial
+		for _, tier := range tiers {
+			for _, typ := range weightTypes {
+				for _, tc := range []struct{ m, lanes int }{{1, 0}, {1, 16}, {11, 0}} {
+					m := tc.m
+					name := fmt.Sprintf("k%d/%s/%v/tokens%d", k, tier.name, typ, m)
+					if tc.lanes != 0 {
+						name += fmt.Sprintf("/lanes%d", tc.lanes) // a GPU's row layout, on any device
 					}
-					wd := make([]float32, k*n)
-					if err := quant.Dequantize(typ, wq, wd); err != nil {
-						t.Fatal(err)
-					}
-					x := randVec(rng, k*m, 1)
-					if typ == quant.Q4_0 || typ == quant.Q8_0 {
-						x = roundedQ8_0(t, x, k) // what their products see (the fast matvec rounds again, to the same values)
-					}
-					wb, xb := uploadBytes(t, c, wq), upload(t, c, x)
-					// Y starts at 1 to check that accumulate adds and plain overwrites.
-					ones := make([]float32, n*m)
-					for i := range ones {
-						ones[i] = 1
-					}
-					yb, ya := upload(t, c, ones), upload(t, c, ones)
-					run(t, c, func(s *Seq) {
-						s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, m, k, n, false)
-						s.MatMul(typ, wb.All(), xb.All(), ya.All(), k, n, m, k, n, true)
-					})
-					got, gotAcc := readF32(t, yb, n*m), readF32(t, ya, n*m)
-					worst := 0.0
-					for tok := 0; tok < m; tok++ {
-						for r := 0; r < n; r++ {
-							var ref, mag float64
-							for i := 0; i < k; i++ {
-								p := float64(wd[r*k+i]) * float64(x[tok*k+i])
-								ref += p
-								mag += math.Abs(p)
-							}
-							tol := 1e-5*mag + 1e-6
-							e := math.Abs(float64(got[tok*n+r]) - ref)
-							ea := math.Abs(float64(gotAcc[tok*n+r]) - (ref + 1))
-							if e > tol || ea > tol {
-								t.Fatalf("token %d row %d: got %v (accumulated %v), want %v (+1), tol %g", tok, r, got[tok*n+r], gotAcc[tok*n+r], ref, tol)
-							}
-							worst = math.Max(worst, e/mag)
+					t.Run(name, func(t *testing.T) {
+						withTier(t, c, tier.exact)
+						c.lanes = tc.lanes
+						defer func() { c.lanes = 0 }()
+						rng := rand.New(rand.NewSource(int64(typ)*100 + int64(m)))
+						wf := randVec(rng, k*n, 0.5)
+						wq, err := quant.Quantize(typ, wf)
+						if err != nil {
+							t.Fatal(err)
 						}
-					}
-					t.Logf("max |err|/Σ|w·x| = %.2g", worst)
-				})
+						wd := make([]float32, k*n)
+						if err := quant.Dequantize(typ, wq, wd); err != nil {
+							t.Fatal(err)
+						}
+						x := randVec(rng, k*m, 1)
+						if typ == quant.Q4_0 || typ == quant.Q8_0 {
+							x = roundedQ8_0(t, x, k) // what their products see (the fast matvec rounds again, to the same values)
+						}
+						wb, xb := uploadBytes(t, c, wq), upload(t, c, x)
+						// Y starts at 1 to check that accumulate adds and plain overwrites.
+						ones := make([]float32, n*m)
+						for i := range ones {
+							ones[i] = 1
+						}
+						yb, ya := upload(t, c, ones), upload(t, c, ones)
+						run(t, c, func(s *Seq) {
+							s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, m, k, n, false)
+							s.MatMul(typ, wb.All(), xb.All(), ya.All(), k, n, m, k, n, true)
+						})
+						got, gotAcc := readF32(t, yb, n*m), readF32(t, ya, n*m)
+						worst := 0.0
+						for tok := 0; tok < m; tok++ {
+							for r := 0; r < n; r++ {
+								var ref, mag float64
+								for i := 0; i < k; i++ {
+									p := float64(wd[r*k+i]) * float64(x[tok*k+i])
+									ref += p
+									mag += math.Abs(p)
+								}
+								tol := 1e-5*mag + 1e-6
+								e := math.Abs(float64(got[tok*n+r]) - ref)
+								ea := math.Abs(float64(gotAcc[tok*n+r]) - (ref + 1))
+								if e > tol || ea > tol {
+									t.Fatalf("token %d row %d: got %v (accumulated %v), want %v (+1), tol %g", tok, r, got[tok*n+r], gotAcc[tok*n+r], ref, tol)
+								}
+								worst = math.Max(worst, e/mag)
+							}
+						}
+						t.Logf("max |err|/Σ|w·x| = %.2g", worst)
+					})
+				}
 			}
 		}
 	}
