@@ -198,7 +198,7 @@ func chooseGEMMTier(info DeviceInfo, f coopmatFacts) (gemmTier, string) {
 	case info.SubgroupSize != coopmatSubgroup:
 		return gemmShared, fmt.Sprintf("subgroup size %d; the cooperative-matrix shaders are written for %d", info.SubgroupSize, coopmatSubgroup)
 	}
-	return gemmCoopmat, "shape " + coopmatShape.String() + ", fp16 weight and activation tiles; Q4_0/Q8_0 keep llama.cpp's exact order"
+	return gemmCoopmat, "shape " + coopmatShape.String() + ", fp16 weight and activation tiles (Q4_0/Q8_0 too, unless the exact tier keeps llama.cpp's order)"
 }
 
 // coopmatAbsentCost is the measured cost of running prefill on the shared-memory tier
@@ -206,7 +206,7 @@ func chooseGEMMTier(info DeviceInfo, f coopmatFacts) (gemmTier, string) {
 // Measured with BenchmarkPrefillGEMMTiers (coopmat_test.go): one 4096x4096 Q4_K weight times
 // 512 tokens, best of 3 submits of 8 GEMMs, GPU time from timestamps: 8.41 ms on the
 // shared-memory tier, 0.389 ms on the cooperative-matrix tier (NVIDIA H200, commit 9dc5446).
-// Q4_0/Q8_0 prefill takes the exact tier either way.
+// On the exact tier Q4_0/Q8_0 prefill takes matmul_exact.glsl either way.
 const coopmatAbsentCost = "prefill GEMM for K-quant, Q4_1/Q5 and F16 weights runs on the shared-memory tier, measured 22x slower than the cooperative-matrix tier " +
 	"on a 4096x4096 Q4_K x 512-token GEMM (8.4 ms vs 0.39 ms; NVIDIA H200, 2026-11-30)"
 
