@@ -28,7 +28,7 @@ layout(push_constant) uniform P {
 #include "dequant.glsl"
 
 #ifndef NR_ROWS
-#define NR_ROWS 4u
+#define NR_ROWS 4u // the .comp may set 2 (see fastMatvecRows)
 #endif
 const uint NR = NR_ROWS; // rows per subgroup pass
 

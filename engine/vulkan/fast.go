@@ -56,25 +56,31 @@ func (c *Context) usesFastMatvec(t quant.Type, k, m int) bool {
 	return !c.exact && m == 1 && fastMatvecTypes[t] && k%blockElems(t) == 0
 }
 
-// fastMatvecRows is the rows per workgroup of matvec_fast: NR = 4 rows per subgroup pass (one
-// load of x serves four rows; measured on the H200, 14336x4096: Q4_0 776 → 1151 GB/s and
-// Q8_0 1349 → 1858 GB/s from NR = 2, and NR = 8 no better), as many subgroups as a 128-thread
-// workgroup holds. The shader loops, so any real subgroup size covers every row.
-func (c *Context) fastMatvecRows() int {
+// fastMatvecRows is the rows per workgroup of matvec_fast for weights of type t: NR rows per
+// subgroup pass (the shader's NR_ROWS) times the subgroups of a 128-thread workgroup; the
+// shader loops, so any real subgroup size covers every row. Q4_0/Q8_0 take NR = 4 (one load of
+// x serves four rows; H200, 14336x4096: Q4_0 776 → 1151 GB/s, Q8_0 1349 → 1858 GB/s from
+// NR = 2, NR = 8 no better; 8B Q4_0 decode 131 → 175 t/s); the K-quants NR = 2 (8B Q4_K decode
+// 115 t/s at 2, 95 at 4: their larger unpacking takes the registers).
+func (c *Context) fastMatvecRows(t quant.Type) int {
 	sg := c.Info.SubgroupSize
 	if sg <= 0 || sg > 128 {
 		sg = 32
 	}
-	return 4 * (128 / sg)
+	nr := 4
+	if t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K {
+		nr = 2
+	}
+	return nr * (128 / sg)
 }
 
 // matVecFast records y (+)= W·x for one token on the fast tier (shapes already checked).
-func (s *Seq) matVecFast(suf string, w, x, y Binding, k, n int, accumulate bool) {
+func (s *Seq) matVecFast(t quant.Type, suf string, w, x, y Binding, k, n int, accumulate bool) {
 	kern := s.kernel("matvec_fast_"+suf, 3, 20)
 	if kern == nil {
 		return
 	}
-	rows := s.c.fastMatvecRows()
+	rows := s.c.fastMatvecRows(t)
 	gx, gy := grid1D((n + rows - 1) / rows)
 	acc := uint32(0)
 	if accumulate {

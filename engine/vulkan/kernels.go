@@ -113,7 +113,7 @@ func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride in
 		return
 	}
 	if s.c.usesFastMatvec(t, k, m) {
-		s.matVecFast(suf, w, x, y, k, n, accumulate)
+		s.matVecFast(t, suf, w, x, y, k, n, accumulate)
 		return
 	}
 	if s.c.usesExactGEMM(t, m) {
