@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 
 	"github.com/vkllm/vkllm/engine"
 )
@@ -24,4 +25,16 @@ func engineLoad(ctx context.Context, opts engine.LoadOptions) (Model, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// enginePreflight reads a model file's header and hyperparameters without loading its weights, so
+// a file that cannot load is refused while the current model still serves.
+func enginePreflight(path string) error {
+	if _, err := engine.TrainingContext(path); err != nil {
+		if inner := errors.Unwrap(err); inner != nil {
+			return inner // without TrainingContext's own "read training context" prefix
+		}
+		return err
+	}
+	return nil
 }

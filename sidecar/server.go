@@ -44,6 +44,9 @@ type ServeOptions struct {
 	Out io.Writer
 	// Load replaces the engine loader (tests use a scripted model); nil = engine.Load.
 	Load LoadFunc
+	// Check refuses a model file before the loaded model is closed for it; nil with Load nil =
+	// the engine's preflight (the file opens as GGUF and its hyperparameters read).
+	Check func(path string) error
 }
 
 // Serve loads the model, listens, prints the listening line and serves until ctx ends.
@@ -65,13 +68,17 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	check := opts.Check
 	if opts.Load == nil {
 		opts.Load = engineLoad
+		if check == nil {
+			check = enginePreflight
+		}
 	}
 	if opts.Out == nil {
 		opts.Out = os.Stdout
 	}
-	s := &server{token: token, load: opts.Load, backend: opts.Backend, ctxLen: opts.Context, state: "loading"}
+	s := &server{token: token, load: opts.Load, check: check, backend: opts.Backend, ctxLen: opts.Context, state: "loading"}
 	s.queue.acquire(ctx) // released by the start-up load below
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -145,10 +152,14 @@ type server struct {
 	ctxLen  int
 	queue   fifo // one generation or load at a time, first come first served
 
+	// check refuses a model file before the loaded model is closed for it (nil = no preflight).
+	check func(path string) error
+
 	mu        sync.Mutex
 	model     Model
+	modelPath string // where model came from ("" = the embedded model)
 	state     string // loading | ready | empty | error
-	loadError string
+	loadError string // the last failed load, also while the previous model keeps serving
 }
 
 func (s *server) routes() http.Handler {
@@ -201,23 +212,68 @@ func (s *server) loadModel(ctx context.Context, path string) (engine.ModelInfo, 
 	return s.loadLocked(ctx, path)
 }
 
-// loadLocked is loadModel for a caller that holds the queue.
+// loadLocked is loadModel for a caller that holds the queue. A failed load never leaves the
+// server without the model it had: a file the preflight refuses is refused before the loaded
+// model is touched, and when the load itself fails the previous model is loaded again (the old one
+// is closed first so its memory, VRAM above all, is free for the plan of the new one).
 func (s *server) loadLocked(ctx context.Context, path string) (engine.ModelInfo, error) {
+	s.mu.Lock()
+	prev, prevPath := s.model, s.modelPath
+	s.mu.Unlock()
+	if prev != nil && s.check != nil {
+		if err := s.check(path); err != nil {
+			return engine.ModelInfo{}, s.keepServing(prev, path, err)
+		}
+	}
 	s.unload()
 	s.mu.Lock()
 	s.state = "loading"
 	s.mu.Unlock()
-	m, err := s.load(ctx, engine.LoadOptions{Path: path, Backend: s.backend, Context: s.ctxLen, DeviceIndex: -1, StoredPinMB: store.StoredPinMB})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil {
+	m, err := s.loadFile(ctx, path)
+	if err == nil {
+		s.serve(m, path)
+		return m.Info(), nil
+	}
+	if prev == nil {
+		s.mu.Lock()
 		s.state, s.loadError = "error", err.Error()
+		s.mu.Unlock()
 		return engine.ModelInfo{}, fmt.Errorf("load model %q: %w", path, err)
 	}
-	s.model, s.state, s.loadError = m, "ready", ""
+	// Restore with a context of its own: the request that asked for the new model may be gone.
+	restored, rerr := s.loadFile(context.WithoutCancel(ctx), prevPath)
+	if rerr != nil {
+		s.mu.Lock()
+		s.state, s.loadError = "error", err.Error()
+		s.mu.Unlock()
+		slog.Error("restore the previous model after a failed load", "path", prevPath, "err", rerr)
+		return engine.ModelInfo{}, fmt.Errorf("load model %q: %w; reloading the previous model %q failed too (%v), so none is loaded: open a model file", path, err, prevPath, rerr)
+	}
+	s.serve(restored, prevPath)
+	return engine.ModelInfo{}, s.keepServing(restored, path, err)
+}
+
+// keepServing records a failed load of path while m still serves and returns its error.
+func (s *server) keepServing(m Model, path string, err error) error {
+	name := m.Info().Name
+	s.mu.Lock()
+	s.loadError = err.Error()
+	s.mu.Unlock()
+	slog.Warn("model load failed; the previous model keeps serving", "path", path, "serving", name, "err", err)
+	return fmt.Errorf("load model %q: %w; %s keeps serving (fix the file or open another one)", path, err, name)
+}
+
+func (s *server) loadFile(ctx context.Context, path string) (Model, error) {
+	return s.load(ctx, engine.LoadOptions{Path: path, Backend: s.backend, Context: s.ctxLen, DeviceIndex: -1, StoredPinMB: store.StoredPinMB})
+}
+
+// serve makes m, loaded from path, the model requests use.
+func (s *server) serve(m Model, path string) {
 	info := m.Info()
+	s.mu.Lock()
+	s.model, s.modelPath, s.state, s.loadError = m, path, "ready", ""
+	s.mu.Unlock()
 	slog.Info("model loaded", "name", info.Name, "backend", info.Backend, "placement", info.Placement)
-	return info, nil
 }
 
 // unload closes the model; callers hold the queue.
