@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -21,6 +22,9 @@ type Conversation struct {
 	Model       string `json:"model"`
 	CreatedAtMs int64  `json:"created_at_ms"`
 	UpdatedAtMs int64  `json:"updated_at_ms"`
+	// ContextPolicy is what the chat does once its history outgrows the context: "rolling"
+	// (the default), "truncate-middle" or "stop"; the app checks the value.
+	ContextPolicy string `json:"context_policy"`
 }
 
 // Message is one turn of a conversation. An assistant reply is saved as "streaming" when it
@@ -55,13 +59,38 @@ func checkMessage(m Message) error {
 
 // CreateConversation starts a conversation.
 func (s *Store) CreateConversation(ctx context.Context, title, model string) (Conversation, error) {
-	c := Conversation{Title: title, Model: model, CreatedAtMs: nowMs()}
+	c := Conversation{Title: title, Model: model, CreatedAtMs: nowMs(), ContextPolicy: DefaultContextPolicy}
 	c.UpdatedAtMs = c.CreatedAtMs
 	err := s.tx(ctx, "create conversation", func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, "INSERT INTO conversations(title, model, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?) RETURNING id",
 			c.Title, c.Model, c.CreatedAtMs, c.UpdatedAtMs).Scan(&c.ID)
 	})
 	return c, err
+}
+
+// DefaultContextPolicy is the context policy of a new conversation (the column's default).
+const DefaultContextPolicy = "rolling"
+
+// SetContextPolicy changes a conversation's context-overflow policy.
+func (s *Store) SetContextPolicy(ctx context.Context, id int64, policy string) error {
+	return s.tx(ctx, fmt.Sprintf("set the context policy of conversation %d", id), func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE conversations SET context_policy = ? WHERE id = ?", policy, id)
+		return mustTouch(res, err, "conversation", id)
+	})
+}
+
+// Conversation returns one conversation.
+func (s *Store) Conversation(ctx context.Context, id int64) (Conversation, error) {
+	var c Conversation
+	err := s.db.QueryRowContext(ctx, "SELECT id, title, model, created_at_ms, updated_at_ms, context_policy FROM conversations WHERE id = ?", id).
+		Scan(&c.ID, &c.Title, &c.Model, &c.CreatedAtMs, &c.UpdatedAtMs, &c.ContextPolicy)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("conversation %d not found", id)
+	}
+	if err != nil {
+		return c, s.fail(fmt.Sprintf("read conversation %d", id), err)
+	}
+	return c, nil
 }
 
 // RenameConversation changes a conversation's title.
@@ -74,7 +103,7 @@ func (s *Store) RenameConversation(ctx context.Context, id int64, title string) 
 
 // ListConversations lists conversations, most recently updated first.
 func (s *Store) ListConversations(ctx context.Context) ([]Conversation, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT id, title, model, created_at_ms, updated_at_ms FROM conversations ORDER BY updated_at_ms DESC, id DESC")
+	rows, err := s.db.QueryContext(ctx, "SELECT id, title, model, created_at_ms, updated_at_ms, context_policy FROM conversations ORDER BY updated_at_ms DESC, id DESC")
 	if err != nil {
 		return nil, s.fail("list conversations", err)
 	}
@@ -82,7 +111,7 @@ func (s *Store) ListConversations(ctx context.Context) ([]Conversation, error) {
 	out := []Conversation{}
 	for rows.Next() {
 		var c Conversation
-		if err := rows.Scan(&c.ID, &c.Title, &c.Model, &c.CreatedAtMs, &c.UpdatedAtMs); err != nil {
+		if err := rows.Scan(&c.ID, &c.Title, &c.Model, &c.CreatedAtMs, &c.UpdatedAtMs, &c.ContextPolicy); err != nil {
 			return nil, s.fail("list conversations", err)
 		}
 		out = append(out, c)

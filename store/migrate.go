@@ -132,6 +132,11 @@ CREATE INDEX messages_conversation ON messages(conversation_id, id);
 ALTER TABLE bench_runs ADD COLUMN n_depth INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE bench_runs ADD COLUMN load_ns INTEGER NOT NULL DEFAULT 0;
 `,
+	// 3: each conversation's context-overflow policy. Conversations from before keep their rows
+	// and take the default, the rolling window.
+	`
+ALTER TABLE conversations ADD COLUMN context_policy TEXT NOT NULL DEFAULT 'rolling';
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

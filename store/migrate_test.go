@@ -68,3 +68,44 @@ func TestMigrationToDepthAndLoadKeepsEarlierBenchRuns(t *testing.T) {
 		t.Errorf("a run at depth after the migration: %+v", runs[0])
 	}
 }
+
+func TestMigrationToContextPolicyKeepsConversationsOnTheRollingDefault(t *testing.T) {
+	dir := t.TempDir()
+	writeSchemaV1(t, dir)
+	dsn := "file:" + (&url.URL{Path: filepath.Join(dir, FileName)}).EscapedPath() + "?_journal_mode=WAL"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO conversations(id, title, model, created_at_ms, updated_at_ms) VALUES (3, 'old chat', 'm', 1, 2)`,
+		`INSERT INTO messages(conversation_id, role, content, state, created_at_ms) VALUES (3, 'user', 'hello', 'complete', 1)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("schema 1 setup: %v", err)
+		}
+	}
+	db.Close()
+	s := openTemp(t, dir)
+	ctx := context.Background()
+	c, err := s.Conversation(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Title != "old chat" || c.ContextPolicy != DefaultContextPolicy {
+		t.Fatalf("the earlier conversation after the migration: %+v, want its title and policy %q", c, DefaultContextPolicy)
+	}
+	if msgs, err := s.Messages(ctx, 3); err != nil || len(msgs) != 1 || msgs[0].Content != "hello" {
+		t.Fatalf("the earlier conversation's messages: %+v, %v", msgs, err)
+	}
+	if err := s.SetContextPolicy(ctx, 3, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListConversations(ctx)
+	if err != nil || len(list) != 1 || list[0].ContextPolicy != "stop" {
+		t.Fatalf("list after setting the policy: %+v, %v; want policy stop", list, err)
+	}
+	if err := s.SetContextPolicy(ctx, 99, "stop"); err == nil {
+		t.Fatal("setting the policy of a missing conversation succeeded")
+	}
+}
