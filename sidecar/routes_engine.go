@@ -14,11 +14,13 @@ import (
 	"github.com/vkllm/vkllm/store"
 )
 
-// extraRoutes adds the routes backed by the device, plan and bench packages.
+// extraRoutes adds the routes backed by the device, plan and bench packages, and the prompt
+// counter the app's context policy uses.
 func (s *server) extraRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /vkllm/devices", s.handleDevices)
 	mux.HandleFunc("POST /vkllm/plan", s.handlePlan)
 	mux.HandleFunc("POST /vkllm/bench", s.handleBench)
+	mux.HandleFunc("POST /vkllm/tokenize", s.handleTokenize)
 }
 
 // DevicesReport is the body of GET /vkllm/devices (the shape of `vkllm devices --json`).
