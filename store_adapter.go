@@ -29,6 +29,15 @@ func (a storeAdapter) DeleteConversation(ctx context.Context, id int64) error {
 	return a.st.DeleteConversation(ctx, id)
 }
 
+func (a storeAdapter) Conversation(ctx context.Context, id int64) (app.Conversation, error) {
+	c, err := a.st.Conversation(ctx, id)
+	return app.Conversation(c), err
+}
+
+func (a storeAdapter) SetContextPolicy(ctx context.Context, id int64, policy string) error {
+	return a.st.SetContextPolicy(ctx, id, policy)
+}
+
 func (a storeAdapter) AddMessage(ctx context.Context, m app.Message) (app.Message, error) {
 	saved, err := a.st.AddMessage(ctx, store.Message(m))
 	return app.Message(saved), err

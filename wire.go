@@ -95,6 +95,11 @@ func (e sidecarEngine) Plan(ctx context.Context, req app.PlanRequest) (json.RawM
 	return e.sup.Plan(ctx, req)
 }
 
+func (e sidecarEngine) PromptTokens(ctx context.Context, msgs []engine.Message) (app.PromptCount, error) {
+	c, err := e.sup.PromptTokens(ctx, msgs)
+	return app.PromptCount{Tokens: c.Tokens, Context: c.Context, TooLong: c.TooLong}, err
+}
+
 // Bench runs the engine's bench on the loaded model. The target arrives as the run's first event
 // (bench:target), so it is known even when a cancelled run's last event is lost with the request.
 func (e sidecarEngine) Bench(ctx context.Context, s app.BenchSettings, onProgress func(bench.Progress)) (app.BenchOutcome, error) {

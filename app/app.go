@@ -76,6 +76,9 @@ type Engine interface {
 	LoadModel(ctx context.Context, path string) (engine.ModelInfo, error)
 	Devices(ctx context.Context) (json.RawMessage, error)
 	Plan(ctx context.Context, req PlanRequest) (json.RawMessage, error)
+	// PromptTokens counts the tokens msgs render to with the loaded model's chat template, as
+	// ChatStream would send them, and says the context they have to fit.
+	PromptTokens(ctx context.Context, msgs []engine.Message) (PromptCount, error)
 }
 
 // Conversation is one chat thread as the UI lists it.
@@ -85,6 +88,9 @@ type Conversation struct {
 	Model       string `json:"model"`
 	CreatedAtMs int64  `json:"createdAtMs"`
 	UpdatedAtMs int64  `json:"updatedAtMs"`
+	// ContextPolicy is what the chat does once its history outgrows the context (a
+	// ContextPolicy; "" reads as the default, the rolling window).
+	ContextPolicy string `json:"contextPolicy"`
 }
 
 // Message states.
@@ -114,6 +120,8 @@ type ChatStore interface {
 	CreateConversation(ctx context.Context, title, model string) (Conversation, error)
 	ListConversations(ctx context.Context) ([]Conversation, error)
 	DeleteConversation(ctx context.Context, id int64) error
+	Conversation(ctx context.Context, id int64) (Conversation, error)
+	SetContextPolicy(ctx context.Context, id int64, policy string) error
 	AddMessage(ctx context.Context, m Message) (Message, error)
 	UpdateMessage(ctx context.Context, m Message) error
 	Messages(ctx context.Context, conversationID int64) ([]Message, error)

@@ -31,6 +31,7 @@ type ChatEvent struct {
 	Conversation   *Conversation `json:"conversation,omitempty"`
 	User           *Message      `json:"user,omitempty"`
 	Assistant      Message       `json:"assistant"`
+	Context        *ContextUse   `json:"context,omitempty"` // finished: the context the reply took
 	AtMs           int64         `json:"atMs"`
 }
 
@@ -64,11 +65,12 @@ type ChatService struct {
 
 	mu       sync.Mutex
 	inFlight map[int64]context.CancelFunc // conversation id -> cancel of its generation
+	windows  map[int64]int64              // conversation id -> first message id its window keeps (fitContext)
 }
 
 // NewChatService returns the chat service; ctx bounds every call (the app's lifetime).
 func NewChatService(ctx context.Context, eng Engine, st ChatStore, em Emitter) *ChatService {
-	return &ChatService{ctx: ctx, engine: eng, store: st, emit: em, settings: DefaultChatSettings(), inFlight: map[int64]context.CancelFunc{}}
+	return &ChatService{ctx: ctx, engine: eng, store: st, emit: em, settings: DefaultChatSettings(), inFlight: map[int64]context.CancelFunc{}, windows: map[int64]int64{}}
 }
 
 // SetSettings replaces the generation settings used by later replies.
@@ -99,12 +101,34 @@ func (s *ChatService) CreateConversation(title string) (Conversation, error) {
 	return c, nil
 }
 
+// SetContextPolicy sets what a conversation does once its history outgrows the context:
+// "rolling" (drop the oldest turns after the system prompt; the default), "truncate-middle"
+// (keep the first turn and the latest ones) or "stop" (refuse with the numbers). It applies from
+// the next message on.
+func (s *ChatService) SetContextPolicy(conversationID int64, policy string) (Conversation, error) {
+	p, err := ParseContextPolicy(policy)
+	if err != nil {
+		return Conversation{}, err
+	}
+	if err := s.store.SetContextPolicy(s.ctx, conversationID, string(p)); err != nil {
+		return Conversation{}, fmt.Errorf("set the context policy of conversation %d: %w", conversationID, err)
+	}
+	c, err := s.store.Conversation(s.ctx, conversationID)
+	if err != nil {
+		return Conversation{}, fmt.Errorf("read conversation %d: %w", conversationID, err)
+	}
+	return c, nil
+}
+
 // DeleteConversation removes a conversation and its messages, stopping its generation if one runs.
 func (s *ChatService) DeleteConversation(id int64) error {
 	s.Stop(id)
 	if err := s.store.DeleteConversation(s.ctx, id); err != nil {
 		return fmt.Errorf("delete conversation %d: %w", id, err)
 	}
+	s.mu.Lock()
+	delete(s.windows, id)
+	s.mu.Unlock()
 	return nil
 }
 
@@ -180,7 +204,13 @@ func (s *ChatService) Send(conversationID int64, text string) (Message, error) {
 	}
 	s.emit.Emit(EventChat, ChatEvent{Kind: "started", ConversationID: conversationID, Conversation: created, User: &user, Assistant: asst, AtMs: nowMs()})
 
-	req := ChatRequest{Messages: promptMessages(history, text), MaxTokens: settings.MaxTokens, Sampling: settings.Sampling}
+	// The policy fits the history into the context before the engine sees it, so a long
+	// conversation never reaches the engine's own refusal and keeps working on later messages.
+	fit, fitErr := s.fitPrompt(ctx, conversationID, promptHistory(history, user), settings.MaxTokens)
+	if fitErr != nil {
+		return s.finish(ctx, conversationID, asst, fitErr, false, nil)
+	}
+	req := ChatRequest{Messages: fit.msgs, MaxTokens: settings.MaxTokens, Sampling: settings.Sampling}
 	batch := newDeltaBatcher(s.emit, conversationID, asst.ID, deltaInterval)
 	start := time.Now()
 	var firstAt time.Duration
@@ -210,10 +240,24 @@ func (s *ChatService) Send(conversationID int64, text string) (Message, error) {
 		asst.Content = batch.text()
 	}
 	asst.TTFTMs, asst.TokensPerSec = speed(res.Timings, firstAt, elapsed, pieces)
+	use := &ContextUse{Used: fit.count.Tokens + res.Timings.GeneratedTokens, Context: fit.count.Context, PromptTokens: fit.count.Tokens, Dropped: fit.dropped, Policy: string(fit.policy)}
+	if res.Timings.GeneratedTokens == 0 && pieces > 0 {
+		use.Used += pieces // an engine without timings: a piece is about a token
+	}
+	return s.finish(ctx, conversationID, asst, genErr, genCtx.Err() != nil, use)
+}
+
+// finish saves the reply's final state and announces it. A generation that failed saves the
+// error's sentence as the reply's text and returns the error; one cut off by Stop or by the
+// engine dying is interrupted and returns none.
+func (s *ChatService) finish(ctx context.Context, conversationID int64, asst Message, genErr error, stopped bool, use *ContextUse) (Message, error) {
+	var fitErr *contextError
 	switch {
 	case genErr == nil:
 		asst.State = StateComplete
-	case errors.Is(genErr, ErrEngineDied) || genCtx.Err() != nil:
+	case errors.As(genErr, &fitErr):
+		asst.State, asst.Content = StateError, fitErr.Error()
+	case errors.Is(genErr, ErrEngineDied) || stopped:
 		asst.State = StateInterrupted
 		slog.Warn("reply interrupted", "conversation", conversationID, "message", asst.ID, "chars", len(asst.Content), "err", genErr)
 	default:
@@ -228,7 +272,10 @@ func (s *ChatService) Send(conversationID int64, text string) (Message, error) {
 	if err := s.store.UpdateMessage(saveCtx, asst); err != nil {
 		return asst, fmt.Errorf("save reply in conversation %d: %w", conversationID, err)
 	}
-	s.emit.Emit(EventChat, ChatEvent{Kind: "finished", ConversationID: conversationID, Assistant: asst, AtMs: nowMs()})
+	s.emit.Emit(EventChat, ChatEvent{Kind: "finished", ConversationID: conversationID, Assistant: asst, Context: use, AtMs: nowMs()})
+	if fitErr != nil {
+		return asst, fitErr
+	}
 	if asst.State == StateError {
 		return asst, fmt.Errorf("generate reply: %w", genErr)
 	}
@@ -243,16 +290,56 @@ func (s *ChatService) modelName() string {
 	return info.Name
 }
 
-// promptMessages is the history the engine sees: finished turns with text, then the new message.
-func promptMessages(history []Message, text string) []engine.Message {
-	out := make([]engine.Message, 0, len(history)+1)
+// promptHistory is the history the engine may see: finished turns with text, then the new
+// message.
+func promptHistory(history []Message, user Message) []Message {
+	out := make([]Message, 0, len(history)+1)
 	for _, m := range history {
 		if m.Content == "" || m.State == StateError || m.State == StateStreaming {
 			continue
 		}
-		out = append(out, engine.Message{Role: m.Role, Content: m.Content})
+		out = append(out, m)
 	}
-	return append(out, engine.Message{Role: "user", Content: text})
+	return append(out, user)
+}
+
+// contextError is a message the conversation's context policy refused (the stop policy, or a
+// message too long for what is always kept); its text is the one sentence the user sees.
+type contextError struct{ msg string }
+
+func (e *contextError) Error() string { return e.msg }
+
+// fitPrompt applies the conversation's context policy to its history and remembers where the
+// window starts for the next message.
+func (s *ChatService) fitPrompt(ctx context.Context, conversationID int64, history []Message, maxTokens int) (fittedPolicy, error) {
+	policy := PolicyRolling
+	if c, err := s.store.Conversation(ctx, conversationID); err != nil {
+		slog.Warn("read the conversation's context policy; using the rolling window", "conversation", conversationID, "err", err)
+	} else if p, err := ParseContextPolicy(c.ContextPolicy); err != nil {
+		slog.Warn("unknown context policy; using the rolling window", "conversation", conversationID, "err", err)
+	} else {
+		policy = p
+	}
+	s.mu.Lock()
+	windowAt := s.windows[conversationID]
+	s.mu.Unlock()
+	f, err := fitContext(ctx, s.engine.PromptTokens, policy, history, maxTokens, windowAt)
+	if err != nil {
+		var ce *contextError
+		if errors.As(err, &ce) {
+			return fittedPolicy{fitted: f, policy: policy}, ce
+		}
+		return fittedPolicy{fitted: f, policy: policy}, fmt.Errorf("fit conversation %d into the context: %w", conversationID, err)
+	}
+	s.mu.Lock()
+	s.windows[conversationID] = f.windowAt
+	s.mu.Unlock()
+	return fittedPolicy{fitted: f, policy: policy}, nil
+}
+
+type fittedPolicy struct {
+	fitted
+	policy ContextPolicy
 }
 
 // speed takes the engine's own timings when it reports them, else what the app measured.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,39 @@ type fakeEngine struct {
 	requests  []ChatRequest
 	loadPaths []string
 	started   chan struct{} // closed at the first piece when not nil
+	context   int           // positions the fake context holds; 0 = 4096
+	counts    int           // PromptTokens calls
+}
+
+// fakeTokens is the fake engine's token count of a chat: a word is a token, and each message
+// costs two more (its role and its end), as a chat template's markup would.
+func fakeTokens(msgs []engine.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(strings.Fields(m.Content)) + 2
+	}
+	return n
+}
+
+func (f *fakeEngine) PromptTokens(_ context.Context, msgs []engine.Message) (PromptCount, error) {
+	f.mu.Lock()
+	f.counts++
+	f.mu.Unlock()
+	nctx := f.context
+	if nctx == 0 {
+		nctx = 4096
+	}
+	n := fakeTokens(msgs)
+	return PromptCount{Tokens: min(n, nctx+1), Context: nctx, TooLong: n > nctx}, nil
+}
+
+// ChatStream fails like the real engine when the prompt does not fit the context.
+func (f *fakeEngine) checkFits(req ChatRequest) error {
+	c, _ := f.PromptTokens(context.Background(), req.Messages)
+	if c.TooLong || c.Tokens >= c.Context {
+		return fmt.Errorf("engine chat: the prompt has %d tokens but the context holds %d; shorten it or load the model with a larger context (--ctx)", c.Tokens, c.Context)
+	}
+	return nil
 }
 
 func (f *fakeEngine) ChatStream(ctx context.Context, req ChatRequest, onDelta func(string) error) (ChatResult, error) {
@@ -33,6 +67,9 @@ func (f *fakeEngine) ChatStream(ctx context.Context, req ChatRequest, onDelta fu
 	f.mu.Unlock()
 	if f.failWith != nil {
 		return ChatResult{}, f.failWith
+	}
+	if err := f.checkFits(req); err != nil {
+		return ChatResult{}, err
 	}
 	var text string
 	for i, p := range f.pieces {
@@ -90,7 +127,7 @@ func (s *memStore) CreateConversation(_ context.Context, title, model string) (C
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID++
-	c := Conversation{ID: s.nextID, Title: title, Model: model, CreatedAtMs: nowMs(), UpdatedAtMs: nowMs()}
+	c := Conversation{ID: s.nextID, Title: title, Model: model, CreatedAtMs: nowMs(), UpdatedAtMs: nowMs(), ContextPolicy: string(PolicyRolling)}
 	s.convs[c.ID] = c
 	return c, nil
 }
@@ -118,6 +155,28 @@ func (s *memStore) DeleteConversation(_ context.Context, id int64) error {
 			delete(s.msgs, mid)
 		}
 	}
+	return nil
+}
+
+func (s *memStore) Conversation(_ context.Context, id int64) (Conversation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok {
+		return Conversation{}, fmt.Errorf("conversation %d not found", id)
+	}
+	return c, nil
+}
+
+func (s *memStore) SetContextPolicy(_ context.Context, id int64, policy string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok {
+		return fmt.Errorf("conversation %d not found", id)
+	}
+	c.ContextPolicy = policy
+	s.convs[id] = c
 	return nil
 }
 
