@@ -7,6 +7,8 @@ import type {
   BenchSettings,
   ChatDelta,
   ChatEvent,
+  ContextPolicy,
+  ContextUse,
   Conversation,
   EngineEvent,
   Message,
@@ -41,6 +43,7 @@ const state = {
   sending: false,
   sendingConv: 0, // the conversation whose reply is generating (Stop targets it)
   awaitingNew: false, // a first message was sent from a new chat; its conversation is being made
+  newChatPolicy: "rolling" as ContextPolicy, // the policy picked before a new chat is saved
   model: null as ModelInfo | null,
   view: "chat" as "chat" | "model" | "pins" | "bench",
 };
@@ -70,7 +73,17 @@ const input = h("textarea", { id: "composer-input", rows: "1", placeholder: "Wri
 const sendBtn = h("button", { id: "send", class: "primary", type: "submit" }, "Send");
 const stopBtn = h("button", { id: "stop", class: "ghost", type: "button", hidden: "" }, "Stop");
 const composer = h("form", { class: "composer", id: "composer" }, input, stopBtn, sendBtn);
-const chatView = h("section", { class: "view chat-view", id: "view-chat" }, messagesEl, composer);
+// Under the composer: the context the last reply took, and what happens when it is full.
+const contextUse = h("span", { id: "context-use" });
+const policySelect = h(
+  "select",
+  { id: "context-policy", "aria-label": "When the context is full", title: "When the conversation outgrows the model's context" },
+  h("option", { value: "rolling" }, "When full: drop the oldest turns"),
+  h("option", { value: "truncate-middle" }, "When full: keep the first turn, drop the middle"),
+  h("option", { value: "stop" }, "When full: stop"),
+);
+const contextBar = h("div", { class: "context-bar" }, contextUse, policySelect);
+const chatView = h("section", { class: "view chat-view", id: "view-chat" }, messagesEl, composer, contextBar);
 
 const modelView = h("section", { class: "view panel", id: "view-model", hidden: "" });
 const pinsView = h("section", { class: "view panel", id: "view-pins", hidden: "" });
@@ -166,6 +179,7 @@ async function loadConversations() {
     showNotice(`Could not list conversations: ${errText(e)}`, "error");
   }
   renderConversations();
+  showPolicy();
 }
 
 function renderConversations() {
@@ -188,10 +202,44 @@ function renderConversations() {
   );
 }
 
+function showContextUse(u: ContextUse | null) {
+  if (!u) {
+    contextUse.textContent = "";
+    return;
+  }
+  let text = `${u.used} / ${u.context} tokens of context`;
+  if (u.dropped > 0) text += ` · ${u.dropped} earlier message${u.dropped === 1 ? "" : "s"} left out`;
+  contextUse.textContent = text;
+}
+
+function showPolicy() {
+  const c = state.conversations.find((x) => x.id === state.current);
+  policySelect.value = c ? c.contextPolicy || "rolling" : state.newChatPolicy;
+}
+
+async function setPolicy(conversationId: number, policy: ContextPolicy) {
+  try {
+    const c = await api.call<Conversation>("ChatService", "SetContextPolicy", conversationId, policy);
+    const i = state.conversations.findIndex((x) => x.id === c.id);
+    if (i >= 0) state.conversations[i] = c;
+  } catch (e) {
+    showNotice(`Could not change what happens when the context is full: ${errText(e)}`, "error");
+    showPolicy();
+  }
+}
+
+policySelect.addEventListener("change", () => {
+  const policy = policySelect.value as ContextPolicy;
+  if (state.current === 0) state.newChatPolicy = policy;
+  else void setPolicy(state.current, policy);
+});
+
 async function openConversation(id: number) {
   state.current = id;
   show("chat");
   renderConversations();
+  showContextUse(null);
+  showPolicy();
   try {
     state.messages = id ? await api.call<Message[]>("ChatService", "Messages", id) : [];
   } catch (e) {
@@ -267,14 +315,17 @@ api.on("chat:event", (ev: ChatEvent) => {
     if (state.awaitingNew && ev.conversation) {
       state.awaitingNew = false;
       state.current = ev.conversationId;
-      void loadConversations();
+      const policy = state.newChatPolicy;
+      void (policy !== ev.conversation.contextPolicy ? setPolicy(ev.conversationId, policy) : Promise.resolve()).then(loadConversations);
     }
     if (ev.conversationId !== state.current) return;
     if (ev.user) state.messages.push(ev.user);
     state.messages.push(ev.assistant);
     renderMessages();
   } else if (ev.kind === "finished") {
-    if (ev.conversationId === state.current) replaceMessage(ev.assistant);
+    if (ev.conversationId !== state.current) return;
+    replaceMessage(ev.assistant);
+    if (ev.context) showContextUse(ev.context);
   }
 });
 

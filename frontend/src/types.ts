@@ -6,6 +6,19 @@ export interface Conversation {
   model: string;
   createdAtMs: number;
   updatedAtMs: number;
+  contextPolicy: ContextPolicy;
+}
+
+// What a conversation does once its history outgrows the context (app/context.go).
+export type ContextPolicy = "rolling" | "truncate-middle" | "stop";
+
+// How much of the context one reply took (app.ContextUse).
+export interface ContextUse {
+  used: number;
+  context: number;
+  promptTokens: number;
+  dropped: number;
+  policy: ContextPolicy;
 }
 
 export type MessageState = "complete" | "streaming" | "interrupted" | "error";
@@ -29,6 +42,7 @@ export interface ChatEvent {
   conversation?: Conversation;
   user?: Message;
   assistant: Message;
+  context?: ContextUse;
   atMs: number;
 }
 
