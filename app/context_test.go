@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -246,5 +247,24 @@ func TestAMessageTooLongForWhatIsAlwaysKeptFailsAloneAndTheChatGoesOn(t *testing
 	}
 	if got, err := svc.Send(conv, turnText(3)); err != nil || got.State != StateComplete {
 		t.Fatalf("the message after the refused one: %+v, %v; want a complete reply", got, err)
+	}
+}
+
+func TestWebServerSetsAConversationsContextPolicy(t *testing.T) {
+	srv, _, st := newTestServer(t)
+	_, r := post(t, srv.URL+"/api/ChatService/CreateConversation", `["Stories"]`, nil)
+	var c Conversation
+	if err := json.Unmarshal(r.Result, &c); err != nil || c.ContextPolicy != string(PolicyRolling) {
+		t.Fatalf("a new conversation %s, want the rolling policy", r.Result)
+	}
+	code, r := post(t, srv.URL+"/api/ChatService/SetContextPolicy", fmt.Sprintf(`[%d, "truncate-middle"]`, c.ID), nil)
+	if err := json.Unmarshal(r.Result, &c); code != 200 || err != nil || c.ContextPolicy != string(PolicyTruncateMiddle) {
+		t.Fatalf("SetContextPolicy: %d %s %q, want the conversation with truncate-middle", code, r.Result, r.Error)
+	}
+	if got, _ := st.Conversation(context.Background(), c.ID); got.ContextPolicy != string(PolicyTruncateMiddle) {
+		t.Fatalf("stored policy %q", got.ContextPolicy)
+	}
+	if code, r := post(t, srv.URL+"/api/ChatService/SetContextPolicy", fmt.Sprintf(`[%d, "forget"]`, c.ID), nil); !strings.Contains(r.Error, "pick one of those") {
+		t.Fatalf("an unknown policy: %d %q, want a refusal saying what to pick", code, r.Error)
 	}
 }
