@@ -28,7 +28,10 @@ func TestExactGEMMTakesQ4_0AndQ8_0PrefillOnly(t *testing.T) {
 		}
 	}
 	if (&Context{gemm: gemmCoopmat}).usesExactGEMM(quant.Q4_0, 512) {
-		t.Error("the fast tier took the exact GEMM for Q4_0 prefill")
+		t.Error("the fast tier took the exact GEMM for Q4_0 prefill where the cooperative-matrix tier serves")
+	}
+	if !(&Context{gemm: gemmShared}).usesExactGEMM(quant.Q4_0, 512) {
+		t.Error("without the cooperative-matrix tier the fast tier left Q4_0 prefill to the 8-token kernel (9-10x slower than the exact GEMM)")
 	}
 }
 
