@@ -41,12 +41,48 @@ const (
 	startTimeout = 60 * time.Second
 )
 
+// Defaults for the SupervisorOptions timeouts.
+const (
+	defaultHealthInterval = 2 * time.Second
+	defaultHealthDeadline = 20 * time.Second
+	defaultRequestTimeout = 30 * time.Second
+	defaultLoadTimeout    = 10 * time.Minute
+	defaultStreamTimeout  = 10 * time.Minute
+)
+
+// errNoAnswer marks a request the engine sent no response header for within its timeout.
+var errNoAnswer = errors.New("the engine sent no answer")
+
 // SupervisorOptions say how to start the sidecar.
 type SupervisorOptions struct {
 	Binary  string   // the vkllm executable (the app passes its own)
 	Args    []string // e.g. ["serve", "-m", path]; the supervisor appends --token-file
 	DataDir string   // where the per-launch token file is written (mode 0600)
 	OnEvent func(Event)
+
+	// HealthInterval is how often the running engine's health is probed, and HealthDeadline how
+	// long it may go without a good answer before it is killed as hung and restarted.
+	HealthInterval, HealthDeadline time.Duration
+	// RequestTimeout bounds the wait for the answer's header of a short request (health, model,
+	// devices, plan), LoadTimeout that of a model load, and StreamTimeout that of a chat or bench
+	// stream (it may wait in line behind other work); a streamed body has no limit, since a hung
+	// engine is caught by the health deadline instead. Zero means the defaults above.
+	RequestTimeout, LoadTimeout, StreamTimeout time.Duration
+}
+
+// withDefaults fills the zero timeouts.
+func (o SupervisorOptions) withDefaults() SupervisorOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.HealthInterval, defaultHealthInterval)
+	def(&o.HealthDeadline, defaultHealthDeadline)
+	def(&o.RequestTimeout, defaultRequestTimeout)
+	def(&o.LoadTimeout, defaultLoadTimeout)
+	def(&o.StreamTimeout, defaultStreamTimeout)
+	return o
 }
 
 // Event is an engine lifecycle event for the UI.
@@ -77,6 +113,7 @@ type instance struct {
 	base   string        // http://127.0.0.1:PORT
 	exited chan struct{} // closed when the process has exited
 	err    error         // how it exited; valid after exited is closed
+	hung   string        // why the health monitor killed it; guarded by Supervisor.mu
 }
 
 // Supervisor keeps one sidecar process running and talks to it.
@@ -118,15 +155,12 @@ func Start(ctx context.Context, opts SupervisorOptions) (*Supervisor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create token file in %s: %w (make it writable or set VKLLM_DATA_DIR)", opts.DataDir, err)
 	}
-	if _, err := f.WriteString(tok + "\n"); err != nil {
-		f.Close()
+	f.Close()
+	if err := writeTokenFile(f.Name(), tok); err != nil {
 		os.Remove(f.Name())
-		return nil, fmt.Errorf("write token file %s: %w", f.Name(), err)
+		return nil, err
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("write token file %s: %w", f.Name(), err)
-	}
+	opts = opts.withDefaults()
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Supervisor{
 		opts: opts, token: tok, tokenFile: f.Name(),
@@ -142,8 +176,58 @@ func Start(ctx context.Context, opts SupervisorOptions) (*Supervisor, error) {
 	}
 	s.setCurrent(inst)
 	s.emit(EventStarted, "")
+	go s.monitor(inst)
 	go s.watch(inst)
 	return s, nil
+}
+
+// ensureToken writes the token file again when it is gone or no longer holds this supervisor's
+// token (deleted by a clean-up, say): the engine would otherwise make a token of its own that the
+// supervisor does not know, and every restart would fail on 401.
+func (s *Supervisor) ensureToken() error {
+	if tok, err := readToken(s.tokenFile); err == nil && tok == s.token {
+		return nil
+	}
+	slog.Warn("token file missing or changed; writing it again", "path", s.tokenFile)
+	return writeTokenFile(s.tokenFile, s.token)
+}
+
+// monitor probes inst's health every HealthInterval and kills the process when no probe has
+// succeeded for HealthDeadline: watch then restarts a hung (or SIGSTOPped) engine as it does a
+// crashed one.
+func (s *Supervisor) monitor(inst *instance) {
+	tick := time.NewTicker(s.opts.HealthInterval)
+	defer tick.Stop()
+	probe := max(s.opts.HealthDeadline/2, s.opts.HealthInterval)
+	lastOK := time.Now()
+	for {
+		select {
+		case <-inst.exited:
+			return
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, probe)
+		_, err := s.health(ctx, inst.base)
+		cancel()
+		if err == nil {
+			lastOK = time.Now()
+			continue
+		}
+		if s.ctx.Err() != nil {
+			return
+		}
+		if silent := time.Since(lastOK); silent >= s.opts.HealthDeadline {
+			reason := fmt.Sprintf("engine answered no health check for %s (hung or stopped), so it was killed", silent.Round(10*time.Millisecond))
+			slog.Error("engine hung; killing it", "pid", inst.cmd.Process.Pid, "silent", silent, "last_err", err)
+			s.mu.Lock()
+			inst.hung = reason
+			s.mu.Unlock()
+			inst.cmd.Process.Kill()
+			return
+		}
+	}
 }
 
 func (s *Supervisor) emit(kind, reason string) {
@@ -164,6 +248,9 @@ func (s *Supervisor) setCurrent(inst *instance) {
 
 // spawn starts one process and waits for its listening line and a healthy answer.
 func (s *Supervisor) spawn(ctx context.Context) (*instance, error) {
+	if err := s.ensureToken(); err != nil {
+		return nil, err
+	}
 	args := append(append([]string{}, s.opts.Args...), "--token-file", s.tokenFile)
 	cmd := exec.Command(s.opts.Binary, args...)
 	cmd.Stderr = os.Stderr
@@ -242,6 +329,9 @@ func (s *Supervisor) watch(inst *instance) {
 		}
 		reason := exitReason(inst.err)
 		s.mu.Lock()
+		if inst.hung != "" {
+			reason = inst.hung
+		}
 		if s.closed {
 			s.mu.Unlock()
 			return
@@ -274,6 +364,7 @@ func (s *Supervisor) watch(inst *instance) {
 		}
 		s.restoreModel(inst)
 		s.setCurrent(inst)
+		go s.monitor(inst)
 		s.emit(EventRestarted, reason)
 	}
 }
@@ -359,11 +450,20 @@ func (s *Supervisor) health(ctx context.Context, base string) (Health, error) {
 
 // call does one JSON request; out may be *json.RawMessage.
 func (s *Supervisor) call(ctx context.Context, inst *instance, method, path string, body, out any) error {
+	wait := s.opts.RequestTimeout
+	if path == "/vkllm/load" {
+		wait = s.opts.LoadTimeout
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	req, err := s.newRequest(ctx, inst, method, path, body)
 	if err != nil {
 		return err
 	}
-	resp, err := s.client.Do(req)
+	resp, err := s.send(req, cancel, wait)
+	if errors.Is(err, errNoAnswer) {
+		return fmt.Errorf("engine %s: %w", path, err)
+	}
 	if err != nil {
 		return s.transportError(ctx, inst, path, err)
 	}
@@ -382,6 +482,21 @@ func (s *Supervisor) call(ctx context.Context, inst *instance, method, path stri
 		return fmt.Errorf("engine %s: decode answer: %w", path, err)
 	}
 	return nil
+}
+
+// send does req and fails with errNoAnswer when no response header came within wait (cancel is
+// the cancel of req's context). The body is not timed: a streamed reply may run for minutes.
+func (s *Supervisor) send(req *http.Request, cancel context.CancelFunc, wait time.Duration) (*http.Response, error) {
+	timer := time.AfterFunc(wait, cancel)
+	resp, err := s.client.Do(req)
+	if !timer.Stop() {
+		// The timer fired, so the request's context is cancelled (the body too, if it came).
+		if err == nil {
+			resp.Body.Close()
+		}
+		return nil, fmt.Errorf("%w within %s (it is busy or hung; a hung engine is restarted)", errNoAnswer, wait)
+	}
+	return resp, err
 }
 
 func apiMessage(status string, body []byte) string {
@@ -487,7 +602,10 @@ func (s *Supervisor) ChatStream(ctx context.Context, req ChatRequest, onDelta fu
 	if err != nil {
 		return res, err
 	}
-	resp, err := s.client.Do(hreq)
+	resp, err := s.send(hreq, cancel, s.opts.StreamTimeout)
+	if errors.Is(err, errNoAnswer) {
+		return res, fmt.Errorf("engine chat: %w", err)
+	}
 	if err != nil {
 		return res, s.transportError(ctx, inst, "chat", err)
 	}
@@ -590,7 +708,10 @@ func (s *Supervisor) Bench(ctx context.Context, req BenchRequest, onEvent func(B
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.client.Do(hreq)
+	resp, err := s.send(hreq, cancel, s.opts.StreamTimeout)
+	if errors.Is(err, errNoAnswer) {
+		return nil, fmt.Errorf("engine bench: %w", err)
+	}
 	if err != nil {
 		return nil, s.transportError(ctx, inst, "bench", err)
 	}

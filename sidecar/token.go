@@ -61,3 +61,23 @@ func readToken(path string) (string, error) {
 	}
 	return tok, nil
 }
+
+// writeTokenFile puts tok in path with mode 0600, through a temporary file and a rename so a
+// reader never sees it half written.
+func writeTokenFile(path, tok string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".token-*")
+	if err != nil {
+		return fmt.Errorf("write token file %s: %w (make its folder writable or set VKLLM_DATA_DIR)", path, err)
+	}
+	_, werr := f.WriteString(tok + "\n")
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write token file %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write token file %s: %w", path, err)
+	}
+	return nil
+}
