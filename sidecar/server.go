@@ -47,6 +47,12 @@ type ServeOptions struct {
 	// Check refuses a model file before the loaded model is closed for it; nil with Load nil =
 	// the engine's preflight (the file opens as GGUF and its hyperparameters read).
 	Check func(path string) error
+
+	// ReadHeaderTimeout, IdleTimeout and MaxConns bound the connections (zero = the defaults in
+	// listen.go): the time to send a request's header, the time a keep-alive connection may sit
+	// idle, and how many may be open at once.
+	ReadHeaderTimeout, IdleTimeout time.Duration
+	MaxConns                       int
 }
 
 // Serve loads the model, listens, prints the listening line and serves until ctx ends.
@@ -84,7 +90,21 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (pick another port with --listen 127.0.0.1:PORT, or 0 for a free one)", opts.Listen, err)
 	}
-	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	if opts.ReadHeaderTimeout <= 0 {
+		opts.ReadHeaderTimeout = defaultReadHeaderTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = defaultIdleTimeout
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = defaultMaxConns
+	}
+	ln = newLimitListener(ln, opts.MaxConns)
+	// No ReadTimeout or WriteTimeout: a chat body may be large and a streamed reply long.
+	srv := &http.Server{
+		Handler: s.routes(), ReadHeaderTimeout: opts.ReadHeaderTimeout, IdleTimeout: opts.IdleTimeout,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	slog.Info("sidecar listening", "addr", ln.Addr().String(), "token_file", opts.TokenFile)
@@ -183,6 +203,7 @@ func (s *server) auth(next http.Handler) http.Handler {
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="vkllm"`)
+			w.Header().Set("Connection", "close") // an unauthenticated client keeps no connection open
 			writeError(w, http.StatusUnauthorized, "authentication_error", "missing or wrong bearer token: send Authorization: Bearer <the token in the sidecar's token file>")
 			return
 		}

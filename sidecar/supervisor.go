@@ -164,7 +164,9 @@ func Start(ctx context.Context, opts SupervisorOptions) (*Supervisor, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Supervisor{
 		opts: opts, token: tok, tokenFile: f.Name(),
-		client: &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4}},
+		// Idle connections are dropped before the sidecar's IdleTimeout closes them, so a
+		// request never goes out on a connection the server is closing.
+		client: &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4, IdleConnTimeout: defaultIdleTimeout / 2}},
 		ready:  make(chan struct{}),
 		ctx:    sctx, cancel: cancel, done: make(chan struct{}),
 	}
