@@ -106,38 +106,63 @@ func (r *BenchRun) fields() []any {
 // SaveBenchRun stores a run and its samples in one transaction and returns its id. A failed or
 // cancelled run is saved too, with Status and Error saying so.
 func (s *Store) SaveBenchRun(ctx context.Context, r BenchRun) (int64, error) {
-	switch r.Status {
-	case BenchOK, BenchFailed, BenchCancelled:
-	default:
-		return 0, fmt.Errorf("save bench run %s: status %q is not ok, failed or cancelled", r.Test, r.Status)
+	ids, err := s.SaveBenchRuns(ctx, []BenchRun{r})
+	if err != nil {
+		return 0, err
 	}
-	if r.CreatedAtMs == 0 {
-		r.CreatedAtMs = nowMs()
+	return ids[0], nil
+}
+
+// SaveBenchRuns stores the rows of one bench invocation (each test with its samples) in one
+// transaction: a kill or a full disk midway leaves none of them, never some.
+func (s *Store) SaveBenchRuns(ctx context.Context, runs []BenchRun) ([]int64, error) {
+	if len(runs) == 0 {
+		return nil, nil
 	}
-	if r.Source == "" {
-		r.Source = "vkllm"
+	for i := range runs {
+		r := &runs[i]
+		switch r.Status {
+		case BenchOK, BenchFailed, BenchCancelled:
+		default:
+			return nil, fmt.Errorf("save bench run %s: status %q is not ok, failed or cancelled", r.Test, r.Status)
+		}
 	}
 	cols := strings.Split(benchColumns, ",")[1:] // without id
-	vals := r.fields()[1:]
-	args := make([]any, len(vals))
-	for i, p := range vals {
-		args[i] = deref(p)
-	}
 	query := "INSERT INTO bench_runs(" + strings.Join(cols, ",") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ") RETURNING id"
-	var id int64
-	err := s.tx(ctx, "save bench run "+r.Test, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, query, args...).Scan(&id); err != nil {
-			return err
-		}
-		for _, smp := range r.Samples {
-			if _, err := tx.ExecContext(ctx, "INSERT INTO bench_samples(run_id, rep, ns, tokens_per_sec) VALUES (?, ?, ?, ?)",
-				id, smp.Rep, smp.Ns, smp.TokensPerSec); err != nil {
-				return fmt.Errorf("sample %d: %w", smp.Rep, err)
+	op := "save bench run " + runs[0].Test
+	if len(runs) > 1 {
+		op = fmt.Sprintf("save %d bench runs", len(runs))
+	}
+	ids := make([]int64, len(runs))
+	err := s.tx(ctx, op, func(tx *sql.Tx) error {
+		for i, r := range runs {
+			if r.CreatedAtMs == 0 {
+				r.CreatedAtMs = nowMs()
+			}
+			if r.Source == "" {
+				r.Source = "vkllm"
+			}
+			vals := r.fields()[1:]
+			args := make([]any, len(vals))
+			for j, p := range vals {
+				args[j] = deref(p)
+			}
+			if err := tx.QueryRowContext(ctx, query, args...).Scan(&ids[i]); err != nil {
+				return fmt.Errorf("run %s: %w", r.Test, err)
+			}
+			for _, smp := range r.Samples {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO bench_samples(run_id, rep, ns, tokens_per_sec) VALUES (?, ?, ?, ?)",
+					ids[i], smp.Rep, smp.Ns, smp.TokensPerSec); err != nil {
+					return fmt.Errorf("run %s sample %d: %w", r.Test, smp.Rep, err)
+				}
 			}
 		}
 		return nil
 	})
-	return id, err
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 func deref(p any) any {

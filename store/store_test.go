@@ -673,3 +673,45 @@ func TestExplainGivesTheRemedyForEachFixableFailure(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchRunsOfOneInvocationAreSavedWholeOrNotAtAll(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		full     bool // the disk fills up while the second run is written
+		wantRows int
+	}{
+		{"room for all", false, 3},
+		{"disk full at the second", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTemp(t, t.TempDir())
+			ctx := context.Background()
+			s.db.SetMaxOpenConns(1) // the page cap below is per connection
+			var pages int
+			if err := s.db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.db.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages+8)); err != nil {
+				t.Fatal(err)
+			}
+			second := fullBenchRun("tg128", BenchOK)
+			if tc.full {
+				second.Error = strings.Repeat("x", 1<<20) // far past the 8 pages left
+			}
+			_, err := s.SaveBenchRuns(ctx, []BenchRun{fullBenchRun("pp512", BenchOK), second, fullBenchRun("tg128 @ d512", BenchFailed)})
+			if tc.full != (err != nil) {
+				t.Fatalf("save: %v, want an error only when the disk is full", err)
+			}
+			if tc.full && !strings.Contains(err.Error(), "disk is full") {
+				t.Errorf("error %q does not say the disk is full", err)
+			}
+			runs, err := s.ListBenchRuns(ctx, BenchFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != tc.wantRows {
+				t.Fatalf("%d runs saved, want %d (all or none)", len(runs), tc.wantRows)
+			}
+		})
+	}
+}

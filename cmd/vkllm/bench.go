@@ -158,12 +158,16 @@ func runBench(ctx context.Context, args []string) error {
 		meta.Fill(&records[i])
 	}
 
+	var saveErr error
 	if !f.noSave {
-		saveBenchRecords(records, meta, cfg, runErr, started)
+		saveErr = saveBenchRecords(records, meta, cfg, runErr, started)
 	}
 	if runErr != nil {
 		if len(records) > 0 {
 			_ = bench.Write(os.Stdout, f.output, records)
+		}
+		if saveErr != nil {
+			slog.Error("bench results not saved", "err", saveErr)
 		}
 		if errors.Is(runErr, bench.ErrCancelled) {
 			return fmt.Errorf("bench cancelled after %d finished test(s); the cancelled run is recorded as such", len(records))
@@ -171,21 +175,24 @@ func runBench(ctx context.Context, args []string) error {
 		return fmt.Errorf("bench %s: %w", info.Name, runErr)
 	}
 	if f.ref == "" {
-		return bench.Write(os.Stdout, f.output, records)
+		if err := bench.Write(os.Stdout, f.output, records); err != nil {
+			return err
+		}
+		return saveErr
 	}
 	peer, err := runReference(ctx, f, meta)
 	if err != nil {
 		_ = bench.Write(os.Stdout, f.output, records)
 		return fmt.Errorf("reference run: %w", err)
 	}
-	if !f.noSave {
-		saveBenchRecords(peer, bench.Target{}, cfg, nil, started)
+	if !f.noSave && saveErr == nil {
+		saveErr = saveBenchRecords(peer, bench.Target{}, cfg, nil, started)
 	}
 	if err := bench.Write(os.Stdout, f.output, append(append([]bench.Record{}, records...), peer...)); err != nil {
 		return err
 	}
 	printRatios(os.Stdout, records, peer)
-	return nil
+	return saveErr
 }
 
 func validFormat(s string) bool {
@@ -198,21 +205,23 @@ func validFormat(s string) bool {
 }
 
 // saveBenchRecords writes the run's rows (bench.HistoryRuns: finished tests as ok rows and, when
-// the run failed or was cancelled, one row for the test that did not finish). A store that cannot
-// be opened loses nothing already printed: it warns with the reason and the results still go to
-// stdout.
-func saveBenchRecords(records []bench.Record, t bench.Target, cfg bench.Config, runErr error, started time.Time) {
+// the run failed or was cancelled, one row for the test that did not finish) in one transaction:
+// all of them or, on a full disk or a kill, none. The results are printed either way; the error
+// makes the command exit non-zero with the cause.
+func saveBenchRecords(records []bench.Record, t bench.Target, cfg bench.Config, runErr error, started time.Time) error {
+	runs := bench.HistoryRuns(records, t, cfg, runErr, started)
+	if len(runs) == 0 {
+		return nil
+	}
 	st, err := store.Open("")
 	if err != nil {
-		slog.Warn("bench results not saved to history", "err", err)
-		return
+		return fmt.Errorf("bench results printed but not saved to the history: %w (or pass --no-save)", err)
 	}
 	defer st.Close()
-	for _, run := range bench.HistoryRuns(records, t, cfg, runErr, started) {
-		if _, err := st.SaveBenchRun(context.Background(), run); err != nil {
-			slog.Warn("bench result not saved", "test", run.Test, "status", run.Status, "err", err)
-		}
+	if _, err := st.SaveBenchRuns(context.Background(), runs); err != nil {
+		return fmt.Errorf("bench results printed but not saved to the history: %w (or pass --no-save)", err)
 	}
+	return nil
 }
 
 // runReference runs a llama-bench binary on the same model with matching flags and parses its
