@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,24 +24,35 @@ func newToken() (string, error) {
 }
 
 // loadOrCreateToken reads the token in path, or, when the file does not exist, writes a fresh
-// random one there with mode 0600 (the create is exclusive, so two processes agree on one token).
+// random one there with mode 0600. The token is written whole into a temporary file that is then
+// linked into place, which fails when the file exists: two processes agree on one token, and a
+// kill or a full disk midway never leaves an empty or partial token file. An empty file left by
+// an older version is replaced.
 func loadOrCreateToken(path string) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("create token folder %s: %w (make it writable or pass --token-file)", filepath.Dir(path), err)
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create token folder %s: %w (make it writable or pass --token-file)", dir, err)
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+		slog.Warn("token file is empty (a start that was cut short); writing a fresh token", "path", path)
+		os.Remove(path)
 	}
 	tok, err := newToken()
 	if err != nil {
 		return "", err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(dir, ".token-*")
+	if err != nil {
+		return "", fmt.Errorf("create token file %s: %w (make its folder writable or pass --token-file)", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, werr := f.WriteString(tok + "\n")
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		return "", fmt.Errorf("write token file %s: %w (free some disk space or pass --token-file)", path, err)
+	}
+	err = os.Link(tmp, path)
 	if err == nil {
-		if _, err := f.WriteString(tok + "\n"); err != nil {
-			f.Close()
-			return "", fmt.Errorf("write token file %s: %w", path, err)
-		}
-		if err := f.Close(); err != nil {
-			return "", fmt.Errorf("write token file %s: %w", path, err)
-		}
 		return tok, nil
 	}
 	if !errors.Is(err, fs.ErrExist) {
