@@ -32,7 +32,8 @@ func (s *ModelService) Current() (engine.ModelInfo, error) {
 }
 
 // Open loads the GGUF file at path in place of the current model and announces it as an
-// engine:event of kind "model".
+// engine:event of kind "model". When the load fails the engine keeps the model it had, and that
+// one is announced instead, so the UI shows which model is serving.
 func (s *ModelService) Open(path string) (engine.ModelInfo, error) {
 	path = strings.TrimSpace(path)
 	if path == "" {
@@ -40,6 +41,9 @@ func (s *ModelService) Open(path string) (engine.ModelInfo, error) {
 	}
 	info, err := s.engine.LoadModel(s.ctx, path)
 	if err != nil {
+		if serving, merr := s.engine.Model(s.ctx); merr == nil {
+			s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &serving, AtMs: nowMs()})
+		}
 		return engine.ModelInfo{}, fmt.Errorf("open model %q: %w", path, err)
 	}
 	s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &info, AtMs: nowMs()})

@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/vkllm/vkllm/engine"
 )
 
 func TestPinServiceValidatesAndRoundTrips(t *testing.T) {
@@ -73,5 +76,24 @@ func TestPlanAndDevicesPassTheEngineReportThrough(t *testing.T) {
 	raw, err = NewDevicesService(context.Background(), eng).List()
 	if err != nil || !strings.Contains(string(raw), `"fake"`) {
 		t.Fatalf("List = %s, %v", raw, err)
+	}
+}
+
+// failingLoad is the fake engine whose loads fail while its model keeps serving.
+type failingLoad struct{ *fakeEngine }
+
+func (f failingLoad) LoadModel(context.Context, string) (engine.ModelInfo, error) {
+	return engine.ModelInfo{}, errors.New(`load model "/models/bad.gguf": not a GGUF file; old.gguf keeps serving (fix the file or open another one)`)
+}
+
+func TestModelOpenThatFailsAnnouncesTheModelStillServing(t *testing.T) {
+	eng := failingLoad{&fakeEngine{model: engine.ModelInfo{Name: "old.gguf", Path: "/models/old.gguf"}}}
+	rec := &recorder{}
+	_, err := NewModelService(context.Background(), eng, rec).Open("/models/bad.gguf")
+	if err == nil || !strings.Contains(err.Error(), "old.gguf keeps serving") {
+		t.Fatalf("Open of a bad file: %v, want the engine's error naming the model that serves", err)
+	}
+	if len(rec.events) != 1 || rec.events[0].payload.(EngineEvent).Model == nil || rec.events[0].payload.(EngineEvent).Model.Name != "old.gguf" {
+		t.Fatalf("events = %+v, want one model event naming old.gguf", rec.events)
 	}
 }
