@@ -37,17 +37,31 @@ func TestSupervisorRestartsAStoppedEngineWithinItsHealthDeadline(t *testing.T) {
 	pid := s.PID()
 	stopped := make(chan time.Time, 1)
 	// A chat in flight when the engine stops ends as ErrEngineDied once the monitor kills it.
-	res, err := s.ChatStream(context.Background(), ChatRequest{Messages: []engine.Message{{Role: "user", Content: "x"}}, MaxTokens: 500}, func(string) error {
-		select {
-		case stopped <- time.Now():
-			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-				t.Errorf("SIGSTOP %d: %v", pid, err)
+	type chatEnd struct {
+		res ChatResult
+		err error
+	}
+	ended := make(chan chatEnd, 1)
+	go func() {
+		res, err := s.ChatStream(context.Background(), ChatRequest{Messages: []engine.Message{{Role: "user", Content: "x"}}, MaxTokens: 500}, func(string) error {
+			select {
+			case stopped <- time.Now():
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					t.Errorf("SIGSTOP %d: %v", pid, err)
+				}
+			default:
 			}
-		default:
-		}
-		return nil
-	})
-	if !errors.Is(err, ErrEngineDied) || res.Text == "" {
+			return nil
+		})
+		ended <- chatEnd{res, err}
+	}()
+	var end chatEnd
+	select {
+	case end = <-ended:
+	case <-time.After(deadline + 10*time.Second):
+		t.Fatal("a chat to the stopped engine still hangs 10 s past the health deadline")
+	}
+	if res, err := end.res, end.err; !errors.Is(err, ErrEngineDied) || res.Text == "" {
 		t.Fatalf("chat across a SIGSTOP: %q, %v; want the partial text and ErrEngineDied", res.Text, err)
 	}
 	ev := log.wait(t, EventRestarted, deadline+10*time.Second)
