@@ -73,7 +73,8 @@ const input = h("textarea", { id: "composer-input", rows: "1", placeholder: "Wri
 const sendBtn = h("button", { id: "send", class: "primary", type: "submit" }, "Send");
 const stopBtn = h("button", { id: "stop", class: "ghost", type: "button", hidden: "" }, "Stop");
 const composer = h("form", { class: "composer", id: "composer" }, input, stopBtn, sendBtn);
-// Under the composer: the context the last reply took, and what happens when it is full.
+// Above the composer (which stays at the window's bottom edge): the context the last reply took,
+// and what happens when it is full.
 const contextUse = h("span", { id: "context-use" });
 const policySelect = h(
   "select",
@@ -83,7 +84,7 @@ const policySelect = h(
   h("option", { value: "stop" }, "When full: stop"),
 );
 const contextBar = h("div", { class: "context-bar" }, contextUse, policySelect);
-const chatView = h("section", { class: "view chat-view", id: "view-chat" }, messagesEl, composer, contextBar);
+const chatView = h("section", { class: "view chat-view", id: "view-chat" }, messagesEl, contextBar, composer);
 
 const modelView = h("section", { class: "view panel", id: "view-model", hidden: "" });
 const pinsView = h("section", { class: "view panel", id: "view-pins", hidden: "" });
