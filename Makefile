@@ -11,6 +11,9 @@ WAILS         := $(shell $(GO) env GOPATH)/bin/wails
 APP           := build/bin/vkllm-app
 CLI           := bin/vkllm
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The commit bench history records, linked in for builds where go build stamps no VCS facts.
+COMMIT        := $(shell c=$$(git rev-parse --short=8 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || c=$$c+dirty; echo $$c; })
+LDFLAGS       := -X github.com/vkllm/vkllm/engine/bench.linkedCommit=$(COMMIT)
 
 # Debian packages: what building and running the window needs, and what the tests add to it.
 APT_RUN  := gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev libvulkan-dev mesa-vulkan-drivers
@@ -51,10 +54,10 @@ frontend: frontend/node_modules/.package-lock.json
 
 ## build: the desktop app (Wails, webkit2gtk 4.1) and the CLI
 build: frontend cli
-	$(WAILS) build -s -m -nosyncgomod -skipbindings -skipembedcreate -tags webkit2_41 -o vkllm-app
+	$(WAILS) build -s -m -nosyncgomod -skipbindings -skipembedcreate -tags webkit2_41 -ldflags "$(LDFLAGS)" -o vkllm-app
 
 cli:
-	$(GO) build -o $(CLI) ./cmd/vkllm
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(CLI) ./cmd/vkllm
 
 vet:
 	$(GO) vet ./...

@@ -290,12 +290,16 @@ func BuildVersion() string {
 	return info.Main.Version
 }
 
+// linkedCommit is the revision the Makefile links in (-ldflags -X) for builds where go build
+// stamps no VCS facts (GOFLAGS=-buildvcs=false, or a tree git cannot read).
+var linkedCommit string
+
 // BuildCommit is the VCS revision the binary was built from (go build stamps it), shortened, with
-// "+dirty" when the work tree had changes.
+// "+dirty" when the work tree had changes; else the revision the Makefile linked in.
 func BuildCommit() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return ""
+		return linkedCommit
 	}
 	rev, dirty := "", false
 	for _, s := range info.Settings {
@@ -311,6 +315,9 @@ func BuildCommit() string {
 	}
 	if dirty && rev != "" {
 		rev += "+dirty"
+	}
+	if rev == "" {
+		return linkedCommit
 	}
 	return rev
 }
