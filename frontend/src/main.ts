@@ -1,4 +1,5 @@
 import "./style.css";
+import { guardLinks, renderMarkdown } from "./markdown";
 import { connect } from "./transport";
 import type {
   BenchEvent,
@@ -69,6 +70,7 @@ const header = h("header", { class: "topbar" }, modelBadge, tabs, cpuReason);
 const notice = h("div", { class: "notice", id: "notice", hidden: "" });
 
 const messagesEl = h("div", { class: "messages", id: "messages" });
+guardLinks(messagesEl);
 const input = h("textarea", { id: "composer-input", rows: "1", placeholder: "Write a message… (Enter to send, Shift+Enter for a new line)" });
 const sendBtn = h("button", { id: "send", class: "primary", type: "submit" }, "Send");
 const stopBtn = h("button", { id: "stop", class: "ghost", type: "button", hidden: "" }, "Stop");
@@ -275,13 +277,22 @@ function messageMeta(m: Message): HTMLElement | null {
   return meta;
 }
 
+// messageBubble shows a user message as plain text and an assistant reply as sanitized markdown.
+function messageBubble(m: Message): HTMLElement {
+  if (m.role !== "assistant" || !m.content) return h("div", { class: "bubble" }, m.content || (m.state === "streaming" ? "" : "(no text)"));
+  const el = h("div", { class: "bubble md" });
+  renderMarkdown(el, m.content);
+  return el;
+}
+
 function messageNode(m: Message): HTMLElement {
-  return h(
-    "div",
-    { class: `msg ${m.role}`, "data-id": String(m.id), "data-state": m.state },
-    h("div", { class: "bubble" }, m.content || (m.state === "streaming" ? "" : "(no text)")),
-    messageMeta(m),
-  );
+  return h("div", { class: `msg ${m.role}`, "data-id": String(m.id), "data-state": m.state }, messageBubble(m), messageMeta(m));
+}
+
+// atBottom says whether the message list is scrolled to (near) its end, so an update follows the
+// reply only when the reader has not scrolled up.
+function atBottom(): boolean {
+  return messagesEl.scrollHeight - messagesEl.scrollTop - messagesEl.clientHeight < 40;
 }
 
 function renderMessages() {
@@ -304,10 +315,11 @@ function replaceMessage(m: Message) {
   const i = state.messages.findIndex((x) => x.id === m.id);
   if (i >= 0) state.messages[i] = m;
   else state.messages.push(m);
+  const follow = atBottom();
   const old = messagesEl.querySelector(`.msg[data-id="${m.id}"]`);
   if (old) old.replaceWith(messageNode(m));
   else renderMessages();
-  messagesEl.scrollTop = messagesEl.scrollHeight;
+  if (follow) messagesEl.scrollTop = messagesEl.scrollHeight;
 }
 
 api.on("chat:event", (ev: ChatEvent) => {
@@ -335,9 +347,13 @@ api.on("chat:delta", (d: ChatDelta) => {
   const m = state.messages.find((x) => x.id === d.messageId);
   if (!m) return;
   m.content += d.text;
-  const bubble = messagesEl.querySelector(`.msg[data-id="${d.messageId}"] .bubble`);
-  if (bubble) bubble.textContent = m.content;
-  messagesEl.scrollTop = messagesEl.scrollHeight;
+  const follow = atBottom();
+  const bubble = messagesEl.querySelector<HTMLElement>(`.msg[data-id="${d.messageId}"] .bubble`);
+  if (bubble) {
+    bubble.classList.add("md");
+    renderMarkdown(bubble, m.content);
+  }
+  if (follow) messagesEl.scrollTop = messagesEl.scrollHeight;
 });
 
 api.on("engine:event", (ev: EngineEvent) => {
