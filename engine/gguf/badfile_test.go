@@ -101,6 +101,7 @@ func TestBadFilesFailWithAClearError(t *testing.T) {
 		{"bytes overflow", head(3, 1, 0).tensor("t", f32, 0, 1<<31, 1<<31).data(32, 4).b, nil, hdr, "t", "take more than"},
 		{"unknown tensor type", head(3, 1, 0).tensor("t", 99, 0, 4).data(32, 16).b, ErrTensorType, hdr + 21, "t", "unknown tensor type 99"},
 		{"removed tensor type Q4_2", head(3, 1, 0).tensor("t", 4, 0, 32).data(32, 32).b, ErrTensorType, hdr + 21, "t", "unknown tensor type 4"},
+		{"TQ1_0 is refused naming what is supported", head(3, 1, 0).tensor("t", 34, 0, 256).data(32, 64).b, ErrTensorType, hdr + 21, "t", "unknown tensor type 34, expected a GGML type id this build knows (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, IQ1_M, BF16, MXFP4)"},
 		{"row not a block multiple", head(3, 1, 0).tensor("t", q8, 0, 16, 2).data(32, 68).b, nil, hdr, "t", "row length 16 is not a multiple of the Q8_0 block size 32"},
 		{"tensor count beyond a short file", head(3, 1, 0).str("t").u32(2).u64(4).b, ErrTruncated, 8, "", "tensor count 1 cannot fit in the 21 bytes left"},
 		{"truncated tensor info", head(3, 2, 0).tensor("a-long-tensor-name-x", f32, 0, 4).str("t2").u32(2).u64(4).b, ErrTruncated, hdr + 52 + 22, "", "dimensions of tensor t2 needs 8 bytes, the file has 0 left"},

@@ -413,7 +413,7 @@ func (d *decoder) tensorInfo(i uint64) (TensorInfo, error) {
 	}
 	typ := quant.Type(tt)
 	if !typ.Valid() {
-		return TensorInfo{}, terr(d.off-4, ErrTensorType, "unknown tensor type %d, expected a GGML type id this build knows (F32, F16, BF16, Q4_0 … Q8_K)", tt)
+		return TensorInfo{}, terr(d.off-4, ErrTensorType, "unknown tensor type %d, expected a GGML type id this build knows (%s)", tt, quant.SupportedNames())
 	}
 	if bs := uint64(typ.BlockSize()); dims[0]%bs != 0 {
 		return TensorInfo{}, terr(start, nil, "row length %d is not a multiple of the %v block size %d", dims[0], typ, bs)

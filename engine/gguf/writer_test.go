@@ -219,6 +219,17 @@ func TestWriterRoundTripsTensorsOfSeveralTypesAligned(t *testing.T) {
 		{quant.Q4_K, []uint64{512, 1, 1, 2}},
 		{quant.Q5_K, []uint64{256, 3}},
 		{quant.Q6_K, []uint64{256, 2}},
+		// the i-quants and MXFP4: sizes from their block layouts
+		{quant.IQ2_XXS, []uint64{256, 2}},
+		{quant.IQ2_XS, []uint64{256}},
+		{quant.IQ2_S, []uint64{512}},
+		{quant.IQ3_XXS, []uint64{256, 3}},
+		{quant.IQ3_S, []uint64{256}},
+		{quant.IQ1_S, []uint64{256, 2}},
+		{quant.IQ1_M, []uint64{256}},
+		{quant.IQ4_NL, []uint64{32, 3}},
+		{quant.IQ4_XS, []uint64{256, 2}},
+		{quant.MXFP4, []uint64{96}},
 	}
 	for _, align := range []uint32{0, 64, 1} {
 		w := NewWriter()

@@ -72,6 +72,15 @@ func blockDequantizer(t Type) func(b []byte, y []float32) {
 		return dequantQ6K
 	case Q8_K:
 		return dequantQ8K
+	case IQ4_NL:
+		return dequantIQ4NL
+	case IQ4_XS:
+		return dequantIQ4XS
+	case MXFP4:
+		return dequantMXFP4
+	}
+	if gq := gridQuantOf(t); gq != nil {
+		return gq.dequant
 	}
 	return nil
 }

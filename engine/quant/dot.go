@@ -94,16 +94,18 @@ func dotF32Go(row []byte, x []float32) float32 {
 }
 
 // ActivationType returns the type the activation vector is quantized to before it is
-// multiplied with weights of type weight: Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1,
-// Q8_K for the K-quants and F32 for everything else. (For F16 and BF16 weights the layout
+// multiplied with weights of type weight, as llama.cpp's CPU backend pairs them (its
+// vec_dot_type): Q8_0 for Q4_0/Q5_0/Q8_0, IQ4_NL and MXFP4; Q8_1 for Q4_1/Q5_1; Q8_K for the
+// K-quants, IQ4_XS and the grid i-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+// IQ3_S); F32 for everything else. (For F16 and BF16 weights the layout
 // is F32, but QuantizeActivation rounds the values to the weight's precision; see there.)
 func ActivationType(weight Type) Type {
 	switch weight {
-	case Q4_0, Q5_0, Q8_0:
+	case Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4:
 		return Q8_0
 	case Q4_1, Q5_1:
 		return Q8_1
-	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K:
+	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M:
 		return Q8_K
 	}
 	return F32
@@ -240,6 +242,15 @@ func DotQuantized(weight Type, row []byte, xq []byte, n int) float32 {
 		return dotQ5K(row[:n/QKK*176], xq[:n/QKK*292])
 	case Q6_K:
 		return dotQ6K(row[:n/QKK*210], xq[:n/QKK*292])
+	case IQ4_NL:
+		return dotIQ4NLGo(row[:n/QK*18], xq[:n/QK*34])
+	case MXFP4:
+		return dotMXFP4Go(row[:n/QK*17], xq[:n/QK*34])
+	case IQ4_XS:
+		return dotIQ4XSGo(row[:n/QKK*136], xq[:n/QKK*292])
+	}
+	if gq := gridQuantOf(weight); gq != nil {
+		return gq.dot(row[:n/QKK*gq.bytes], xq[:n/QKK*292])
 	}
 	return DotF32(weight, row, f32View(xq, n))
 }

@@ -32,6 +32,17 @@ func TestTypeLayoutsMatchGGML(t *testing.T) {
 		{Q6_K, 14, "Q6_K", 256, 210},
 		{Q8_K, 15, "Q8_K", 256, 292},
 		{BF16, 30, "BF16", 1, 2},
+		// The i-quants and MXFP4: sizes as ggml-common.h's static_asserts state them.
+		{IQ2_XXS, 16, "IQ2_XXS", 256, 66},
+		{IQ2_XS, 17, "IQ2_XS", 256, 74},
+		{IQ3_XXS, 18, "IQ3_XXS", 256, 98},
+		{IQ1_S, 19, "IQ1_S", 256, 50},
+		{IQ4_NL, 20, "IQ4_NL", 32, 18},
+		{IQ3_S, 21, "IQ3_S", 256, 110},
+		{IQ2_S, 22, "IQ2_S", 256, 82},
+		{IQ4_XS, 23, "IQ4_XS", 256, 136},
+		{IQ1_M, 29, "IQ1_M", 256, 56},
+		{MXFP4, 39, "MXFP4", 32, 17},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,7 +72,7 @@ func TestTypeLayoutsMatchGGML(t *testing.T) {
 }
 
 func TestUnknownTypeIsInvalidAndNamedByID(t *testing.T) {
-	for _, id := range []uint32{4, 5, 16, 29, 31, 1000} {
+	for _, id := range []uint32{4, 5, 24, 28, 31, 34, 35, 40, 1000} {
 		typ := Type(id)
 		if typ.Valid() {
 			t.Errorf("Type(%d).Valid() = true", id)

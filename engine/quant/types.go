@@ -1,6 +1,9 @@
 package quant
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 const maxInt = int(^uint(0) >> 1)
 
@@ -23,7 +26,18 @@ const (
 	Q5_K Type = 13
 	Q6_K Type = 14
 	Q8_K Type = 15
-	BF16 Type = 30
+
+	IQ2_XXS Type = 16
+	IQ2_XS  Type = 17
+	IQ3_XXS Type = 18
+	IQ1_S   Type = 19
+	IQ4_NL  Type = 20
+	IQ3_S   Type = 21
+	IQ2_S   Type = 22
+	IQ4_XS  Type = 23
+	IQ1_M   Type = 29
+	BF16    Type = 30
+	MXFP4   Type = 39
 )
 
 // QK is the block size of the simple quants; QKK the super-block size of the K-quants.
@@ -55,6 +69,17 @@ var types = [...]typeInfo{
 	Q5_K: {"Q5_K", QKK, 4 + 12 + QKK/8 + QKK/2},     // d, dmin, scales, qh, qs
 	Q6_K: {"Q6_K", QKK, QKK/2 + QKK/4 + QKK/16 + 2}, // ql, qh, scales, d
 	Q8_K: {"Q8_K", QKK, 4 + QKK + QKK/16*2},         // d (f32), qs, bsums (int16)
+
+	IQ2_XXS: {"IQ2_XXS", QKK, 2 + QKK/4},             // d, 32 uint16
+	IQ2_XS:  {"IQ2_XS", QKK, 2 + QKK/4 + QKK/32},     // d, 32 uint16, scales
+	IQ2_S:   {"IQ2_S", QKK, 2 + QKK/4 + QKK/16},      // d, qs and signs, qh, scales
+	IQ3_XXS: {"IQ3_XXS", QKK, 2 + 3*QKK/8},           // d, indices, signs and scales
+	IQ3_S:   {"IQ3_S", QKK, 2 + 13*QKK/32 + QKK/64},  // d, qs, qh, signs, scales
+	IQ1_S:   {"IQ1_S", QKK, 2 + QKK/8 + QKK/16},      // d, qs, uint16 qh
+	IQ1_M:   {"IQ1_M", QKK, QKK/8 + QKK/16 + QKK/32}, // qs, qh, scales (d inside)
+	IQ4_NL:  {"IQ4_NL", QK, 2 + QK/2},                // d, nibbles
+	IQ4_XS:  {"IQ4_XS", QKK, 2 + 2 + QKK/64 + QKK/2}, // d, scales_h, scales_l, nibbles
+	MXFP4:   {"MXFP4", QK, 1 + QK/2},                 // E8M0 exponent, nibbles
 }
 
 func (t Type) info() (typeInfo, bool) {
@@ -116,5 +141,21 @@ func ParseType(s string) (Type, error) {
 			return Type(t), nil
 		}
 	}
-	return 0, fmt.Errorf("parse tensor type %q: unknown name (want one of F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)", s)
+	return 0, fmt.Errorf("parse tensor type %q: unknown name (want one of %s)", s, SupportedNames())
+}
+
+// SupportedNames lists the types this package dequantizes and multiplies, in id order
+// ("F32, F16, Q4_0, …"), for error messages.
+func SupportedNames() string {
+	var b strings.Builder
+	for t, ti := range types {
+		if ti.blockSize == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(Type(t).String())
+	}
+	return b.String()
 }
