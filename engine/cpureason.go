@@ -16,6 +16,7 @@ const (
 	noVulkanLoader    = "no Vulkan loader"
 	deviceNotFound    = "names no Vulkan device"
 	driverUnsupported = "not supported by the Vulkan driver"
+	gpuOutOfMemory    = "ran out of memory uploading the model"
 )
 
 // cpuReason is ModelInfo.CPUReason: one sentence for the user saying why the CPU runs the model —
@@ -41,6 +42,8 @@ func cpuReason(want Backend, linked bool, declined string) string {
 		return "On the CPU: no Vulkan device found; install your GPU's Vulkan driver, or Mesa's lavapipe (apt install mesa-vulkan-drivers)."
 	case strings.HasPrefix(d, noVulkanLoader):
 		return "On the CPU: no Vulkan runtime found; install it (apt install libvulkan1 mesa-vulkan-drivers) or a GPU driver that ships one."
+	case strings.Contains(d, gpuOutOfMemory):
+		return sentence("On the CPU: " + d)
 	case strings.Contains(d, driverUnsupported):
 		return sentence("On the CPU: the Vulkan driver does not run this model (" + d + ")")
 	}

@@ -312,6 +312,23 @@ type Buffer struct {
 // ErrTooLarge reports a buffer over the device's allocation or binding limits.
 var ErrTooLarge = errors.New("buffer exceeds the device limit")
 
+// ErrOutOfMemory reports a device-memory allocation the driver refused for want of memory
+// (VK_ERROR_OUT_OF_DEVICE_MEMORY or VK_ERROR_OUT_OF_HOST_MEMORY).
+var ErrOutOfMemory = errors.New("the GPU ran out of memory")
+
+// allocFault, when set, is asked before every buffer is made and fails it with the error it
+// returns: tests simulate a driver running out of memory at a chosen point of an upload (a
+// small model fits one pooled allocation, so the fault sits at the buffer, not the block).
+var allocFault func(bytes uint64) error
+
+// SetAllocFault installs f as the buffer-allocation fault of every context (nil removes it)
+// and returns the previous one. For tests of what callers do when an upload runs out of memory.
+func SetAllocFault(f func(bytes uint64) error) func(bytes uint64) error {
+	prev := allocFault
+	allocFault = f
+	return prev
+}
+
 // NewBuffer makes a storage buffer of size bytes; host asks for host-visible memory
 // (staging, small readbacks), else device-local memory (mapped too when the device's
 // device-local memory is host-visible).
@@ -322,6 +339,11 @@ func (c *Context) NewBuffer(size uint64, host bool) (*Buffer, error) {
 	size = alignUp(size, 4)
 	if size > c.Info.MaxAllocationSize {
 		return nil, fmt.Errorf("buffer of %d bytes over maxMemoryAllocationSize %d: %w", size, c.Info.MaxAllocationSize, ErrTooLarge)
+	}
+	if allocFault != nil {
+		if err := allocFault(size); err != nil {
+			return nil, fmt.Errorf("buffer of %d bytes: %w", size, err)
+		}
 	}
 	var h vk.Buffer
 	usage := vk.BufferUsageStorageBufferBit | vk.BufferUsageTransferSrcBit | vk.BufferUsageTransferDstBit
@@ -394,6 +416,9 @@ func (c *Context) suballocate(ti uint32, flags vk.MemoryPropertyFlagBits, size, 
 		AllocationSize:  vk.DeviceSize(bs),
 		MemoryTypeIndex: ti,
 	}, nil, &mem); r != vk.Success {
+		if r == vk.ErrorOutOfDeviceMemory || r == vk.ErrorOutOfHostMemory {
+			return nil, 0, fmt.Errorf("allocate %d MiB of device memory (type %d): %w (%w)", bs>>20, ti, ErrOutOfMemory, resultError(r))
+		}
 		return nil, 0, fmt.Errorf("allocate %d MiB of device memory (type %d): %w", bs>>20, ti, resultError(r))
 	}
 	b := &memBlock{mem: mem, size: bs, used: size}

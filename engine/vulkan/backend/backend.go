@@ -13,6 +13,7 @@ import (
 	"log/slog"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/plan"
@@ -45,6 +46,12 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 	if opts.StoredPinMB != nil {
 		stored = opts.StoredPinMB(ctx, dev.Key())
 	}
+	if mb := config.GPUVRAMMB.Int(); config.GPUVRAMMB.Set() && mb > 0 {
+		if heap := dev.LargestDeviceLocalHeap() >> 20; heap > 0 && uint64(mb) > heap {
+			slog.Warn(config.GPUVRAMMB.Name+" pins more than the GPU has: the upload may run out of memory or spill to system memory",
+				"pin_mb", mb, "device", dev.Name, "heap_mb", heap, "remedy", fmt.Sprintf("pin at most %d", heap))
+		}
+	}
 	p, err := planinput.ForDevice(f, dev, stored, opts.Context, false)
 	if err != nil {
 		return engine.GPURunner{}, fmt.Errorf("plan %s on %s: %w", f.Path, dev.Name, err)
@@ -62,9 +69,16 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 	}
 	r, err := vulkan.NewResident(c, m, vulkan.ResidentOptions{Context: p.Ctx.Chosen, OwnContext: true, AfterWarmup: spillCheck(p)})
 	if err != nil {
-		c.Close()
-		if errors.Is(err, vulkan.ErrUnsupported) || errors.Is(err, vulkan.ErrTooLarge) {
+		c.Close() // NewResident freed what it had uploaded
+		switch {
+		case errors.Is(err, vulkan.ErrUnsupported) || errors.Is(err, vulkan.ErrTooLarge):
 			return engine.GPURunner{}, fmt.Errorf("%w: %v", engine.ErrGPUDeclined, err)
+		case errors.Is(err, vulkan.ErrOutOfMemory):
+			// The plan armed but the driver had less room than it said: auto mode serves on
+			// the CPU (engine.Load), a forced --gpu fails with this sentence.
+			slog.Warn("GPU out of memory during the upload; the model runs elsewhere", "device", dev.Name, "err", err)
+			return engine.GPURunner{}, fmt.Errorf("%w: %s ran out of memory uploading the model (%d MB planned; %v); pin less VRAM (VKLLM_GPU_VRAM_MB or vkllm pin set) or close what else uses the GPU",
+				engine.ErrGPUDeclined, dev.Name, plan.MBUp(p.Weights.Bytes+p.KVBytes+p.Scratch.Total), err)
 		}
 		return engine.GPURunner{}, fmt.Errorf("upload %s to %s: %w", f.Path, dev.Name, err)
 	}
