@@ -10,6 +10,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/plan"
 	"github.com/vkllm/vkllm/engine/vulkan"
 )
@@ -138,6 +139,11 @@ func PinOf(flagMB, storedMB int) plan.Pin {
 
 // Input assembles the plan's input for a model on a device.
 func Input(f *gguf.File, dev plan.Device, pin plan.Pin, ctx plan.CtxRequest) (plan.Input, error) {
+	// What loading refuses, planning refuses too, with the same words: model.Load checks the
+	// architecture, every hyperparameter and every tensor's shape (it reads no weights).
+	if _, err := model.Load(f); err != nil {
+		return plan.Input{}, err
+	}
 	m, err := ModelOf(f)
 	if err != nil {
 		return plan.Input{}, err

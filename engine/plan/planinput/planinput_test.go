@@ -7,6 +7,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine/embedded"
 	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/plan"
 	"github.com/vkllm/vkllm/engine/quant"
 	"github.com/vkllm/vkllm/engine/vulkan"
@@ -15,15 +16,38 @@ import (
 // tinyGGUF writes a 2-layer llama with q8_0 projections and f32 norms.
 func tinyGGUF(t *testing.T) *gguf.File {
 	t.Helper()
+	return tinyGGUFWith(t, tinyFault{})
+}
+
+// tinyFault is what a broken variant of tinyGGUF changes.
+type tinyFault struct {
+	arch     string // general.architecture instead of llama
+	zeroEmbd bool   // llama.embedding_length 0
+	drop     string // a tensor left out
+}
+
+func tinyGGUFWith(t *testing.T, fault tinyFault) *gguf.File {
+	t.Helper()
 	w := gguf.NewWriter()
-	w.SetString("general.architecture", "llama")
-	w.SetUint32("llama.embedding_length", 64)
+	arch := "llama"
+	if fault.arch != "" {
+		arch = fault.arch
+	}
+	w.SetString("general.architecture", arch)
+	embd := uint32(64)
+	if fault.zeroEmbd {
+		embd = 0
+	}
+	w.SetUint32("llama.embedding_length", embd)
 	w.SetUint32("llama.block_count", 2)
 	w.SetUint32("llama.attention.head_count", 4)
 	w.SetUint32("llama.attention.head_count_kv", 2)
 	w.SetUint32("llama.feed_forward_length", 128)
 	w.SetUint32("llama.context_length", 1024)
 	add := func(name string, typ quant.Type, dims ...uint64) {
+		if name == fault.drop {
+			return
+		}
 		n := uint64(1)
 		for _, d := range dims {
 			n *= d
@@ -230,5 +254,34 @@ func TestForDeviceAppliesTheEnvironmentPin(t *testing.T) {
 	}
 	if !p.Verdict.Armed || p.Pin != (plan.Pin{MB: 512, Source: plan.PinEnv, StoredMB: 100}) {
 		t.Fatalf("pin %+v: %s", p.Pin, p.Verdict.Text)
+	}
+}
+
+// Planning refuses what loading refuses, in the same words (issue 14: plan once armed files
+// that run refused, such as "armed, dim 0").
+func TestInputRefusesWhatTheModelLoadRefuses(t *testing.T) {
+	dev := plan.Device{Name: "test", HeapBytes: 8 * plan.GiB}
+	for _, tc := range []struct {
+		name  string
+		fault tinyFault
+	}{
+		{"embedding length 0", tinyFault{zeroEmbd: true}},
+		{"a missing tensor", tinyFault{drop: "blk.1.ffn_down.weight"}},
+		{"an unsupported architecture", tinyFault{arch: "gpt2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tinyGGUFWith(t, tc.fault)
+			_, loadErr := model.Load(f)
+			if loadErr == nil {
+				t.Fatal("model.Load accepted the broken file: the case tests nothing")
+			}
+			_, err := Input(f, dev, plan.Pin{MB: 1024, Source: plan.PinFlag}, plan.CtxRequest{})
+			if err == nil || err.Error() != loadErr.Error() {
+				t.Fatalf("plan input error %v, want the load's %q", err, loadErr)
+			}
+		})
+	}
+	if _, err := Input(tinyGGUF(t), dev, plan.Pin{MB: 1024, Source: plan.PinFlag}, plan.CtxRequest{}); err != nil {
+		t.Fatalf("the good file: %v", err)
 	}
 }
