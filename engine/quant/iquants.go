@@ -296,3 +296,69 @@ func gridQuantOf(t Type) *gridQuant {
 	}
 	return nil
 }
+
+// nearestCode returns the code whose kv value is closest to v.
+func nearestCode(kv *[16]int8, v float32) int {
+	best, bd := 0, float32(math.Inf(1))
+	for c, k := range kv {
+		if d := abs32(v - float32(k)); d < bd {
+			best, bd = c, d
+		}
+	}
+	return best
+}
+
+// putNibbles stores the nearest codes of x/d (d != 0) as IQ4_NL orders them.
+func putNibbles(kv *[16]int8, x []float32, d float32, qs []byte) {
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	for j := 0; j < 16; j++ {
+		qs[j] = byte(nearestCode(kv, x[j]*id)) | byte(nearestCode(kv, x[j+16]*id))<<4
+	}
+}
+
+// quantIQ4NL: d = the element of largest magnitude / -127, so that it maps onto the codebook's -127.
+func quantIQ4NL(x []float32, b []byte) {
+	signed, _ := absMax(x)
+	d := putHalf(b, signed/-127)
+	putNibbles(&kvaluesIQ4NL, x, d, b[2:18])
+}
+
+// quantMXFP4: the smallest exponent that brings the largest magnitude within E2M1's 6, then
+// nearest E2M1 values.
+func quantMXFP4(x []float32, b []byte) {
+	_, amax := absMax(x)
+	e := 0
+	if amax > 0 {
+		e = min(254, max(0, int(math.Ceil(math.Log2(float64(amax)/6)))+127))
+	}
+	b[0] = byte(e)
+	putNibbles(&kvaluesFP4, x, e8m0Half(byte(e)), b[1:17])
+}
+
+// quantIQ4XS: each 32-element sub-block's own IQ4_NL scale, then a block d that expresses
+// those scales as the 6-bit ls-32 in [-32, 31].
+func quantIQ4XS(x []float32, b []byte) {
+	clear(b[:136])
+	var sub [8]float32
+	var smax float32
+	for g := range sub {
+		signed, _ := absMax(x[32*g : 32*g+32])
+		sub[g] = signed / -127
+		smax = max(smax, abs32(sub[g]))
+	}
+	d := putHalf(b, smax/31)
+	var h uint16
+	for g, s := range sub {
+		ls := int32(32)
+		if d != 0 {
+			ls = min(63, max(0, nearestInt(s/d)+32))
+		}
+		b[4+g/2] |= byte(ls&0xf) << (4 * (g % 2))
+		h |= uint16(ls>>4) << (2 * g)
+		putNibbles(&kvaluesIQ4NL, x[32*g:], d*float32(ls-32), b[8+16*g:])
+	}
+	binary.LittleEndian.PutUint16(b[2:], h)
+}

@@ -58,6 +58,12 @@ func Quantize(t Type, src []float32) ([]byte, error) {
 		f = quantQ6K
 	case Q8_K:
 		f = quantQ8K
+	case IQ4_NL:
+		f = quantIQ4NL
+	case IQ4_XS:
+		f = quantIQ4XS
+	case MXFP4:
+		f = quantMXFP4
 	default:
 		return nil, fmt.Errorf("quantize %v: type not supported", t)
 	}

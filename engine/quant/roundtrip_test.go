@@ -21,11 +21,20 @@ var roundTripBound = map[Type]float64{
 	Q5_0: 1.0/16 + 1e-3,
 	Q4_1: 1.0/15 + 2e-3, // half step of a range of up to 2*amax
 	Q5_1: 1.0/31 + 2e-3,
-	Q2_K: 0.60,
-	Q3_K: 0.30,
-	Q4_K: 0.12,
-	Q5_K: 0.06,
-	Q6_K: 0.025,
+	// IQ4_NL: the side opposite the extreme (at -127) clips at 113, 14 codebook units; the
+	// widest gap elsewhere is 24, half of it 12.
+	IQ4_NL: 14.0/127 + 2e-3,
+	// IQ4_XS: as IQ4_NL within a sub-block, plus its scale's rounding to 1/31 of the largest
+	// sub-block scale (half of it, relative: 1/62).
+	IQ4_XS: 14.0/127 + 1.0/62 + 2e-3,
+	// MXFP4: the power-of-two scale leaves the block max in (3, 6] units; E2M1's widest gap is
+	// 2 units (4 to 6), half of it one unit, over at least 3.
+	MXFP4: 1.0/3 + 1e-3,
+	Q2_K:  0.60,
+	Q3_K:  0.30,
+	Q4_K:  0.12,
+	Q5_K:  0.06,
+	Q6_K:  0.025,
 }
 
 func TestQuantizeDequantizeRoundTripWithinBound(t *testing.T) {
