@@ -34,8 +34,9 @@
 // The i-quants' signs: where 7 sign bits are stored, the eighth makes the count of minus signs
 // even. Their codebook grids (grids.go) are generated from GGML's ggml-common.h by gengrids.go;
 // a test holds each grid, and the 16-value tables, to a checksum of the published source.
-// IQ4_NL, IQ4_XS and MXFP4 have round-to-nearest quantizers; the grid i-quants have none
-// (Quantize refuses them). All of them have only pure Go kernels.
+// IQ4_NL, IQ4_XS and MXFP4 have round-to-nearest quantizers, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS
+// and IQ3_S an exhaustive nearest-grid-point one (no importance weights); IQ1_S and IQ1_M have
+// none (Quantize refuses them). All of them have only pure Go kernels.
 //
 // The comments on the dequantize functions spell out which byte and bit hold each element.
 //

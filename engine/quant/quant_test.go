@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var allTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, Q8_1, IQ4_NL, IQ4_XS, MXFP4}
+var allTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, Q8_1, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S}
 
 func TestTypeLayoutsMatchGGML(t *testing.T) {
 	tests := []struct {

@@ -65,6 +65,10 @@ func Quantize(t Type, src []float32) ([]byte, error) {
 	case MXFP4:
 		f = quantMXFP4
 	default:
+		if c := gridCoderOf(t); c != nil {
+			f = c.quantize
+			break
+		}
 		return nil, fmt.Errorf("quantize %v: type not supported", t)
 	}
 	bs, bb := t.BlockSize(), t.BlockBytes()
