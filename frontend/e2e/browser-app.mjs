@@ -1,7 +1,9 @@
 // What the browser-mode end-to-end tests share: where the app binary and Debian's Chromium are,
-// the Chromium flags this machine needs, and starting/stopping the app in browser mode.
+// the Chromium flags this machine needs, starting/stopping the app in browser mode, and opening
+// headless Chromium with its first page.
 import { spawn } from "node:child_process";
 import { resolve } from "node:path";
+import { chromium } from "playwright-core";
 
 const here = new URL(".", import.meta.url).pathname;
 
@@ -54,4 +56,19 @@ export function stopApp(s) {
     s.proc.kill("SIGTERM");
     setTimeout(() => s.proc.kill("SIGKILL"), 10_000).unref();
   });
+}
+
+// openBrowser starts headless Chromium with a fresh profile in profileDir (extra launch options
+// such as a viewport merged in) and resolves with { context, page }: the first page, its default
+// timeout 60 s.
+export async function openBrowser(profileDir, options = {}) {
+  const context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: chromiumFlags,
+    ...options,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(60_000);
+  return { context, page };
 }

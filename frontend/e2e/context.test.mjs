@@ -12,8 +12,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
-import { appBin, chromiumPath, chromiumFlags, startApp, stopApp } from "./browser-app.mjs";
+import { appBin, openBrowser, startApp, stopApp } from "./browser-app.mjs";
 
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-e2e-ctx-data-"));
 const profileDir = mkdtempSync(join(tmpdir(), "vkllm-e2e-ctx-chromium-"));
@@ -24,9 +23,7 @@ let page;
 before(async () => {
   assert.ok(existsSync(appBin), `app binary ${appBin} is missing: run make build first`);
   server = await startApp(dataDir);
-  context = await chromium.launchPersistentContext(profileDir, { executablePath: chromiumPath, headless: true, args: chromiumFlags });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(60_000);
+  ({ context, page } = await openBrowser(profileDir));
 });
 
 after(async () => {
