@@ -137,3 +137,40 @@ func TestAttentionHeadsPerGroup(t *testing.T) {
 		}
 	}
 }
+
+// The fast tier is wired into the resident driver: a fast-tier model on a device with the fast
+// kernels decodes through split attention, the fast RMSNorm and the fast decode product (the
+// kernels it made), and the exact tier through none of them. Fails if the driver stops taking
+// any of them.
+func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
+	c := ctxOrSkip(t)
+	m := loadShared(t, "rand-llama-q8_0")
+	fast := []string{"attention_split", "attention_merge", "rmsnorm_fast", "matvec_fast_q8_0"}
+	for _, tier := range tiers {
+		t.Run(tier.name, func(t *testing.T) {
+			withTier(t, c, tier.exact)
+			for _, k := range fast { // forget the pipelines earlier tests made
+				if kern, ok := c.kernels[k]; ok {
+					kern.destroy(c.dev)
+					delete(c.kernels, k)
+				}
+			}
+			r, err := NewResident(c, m, ResidentOptions{Context: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if _, err := r.Eval([]int{1, 450, 3290}, 0, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Eval([]int{17}, 3, false); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range fast {
+				if _, made := c.kernels[k]; made == tier.exact {
+					t.Errorf("%s tier: kernel %s made = %v", tier.name, k, made)
+				}
+			}
+		})
+	}
+}
