@@ -166,6 +166,9 @@ func (m *Model) Params() int64 {
 	return n
 }
 
+// tensorsPerLayer is the fewest tensors a layer of any supported architecture has.
+const tensorsPerLayer = 6
+
 // readHyper reads the {arch}.* keys shared by every supported architecture.
 func readHyper(f *gguf.File, arch string) (Hyperparameters, error) {
 	h := Hyperparameters{Arch: arch}
@@ -204,6 +207,13 @@ func readHyper(f *gguf.File, arch string) (Hyperparameters, error) {
 	if err != nil {
 		return h, err
 	}
+	// Every layer has at least its norms and attention projections (attn_norm, attn_q, attn_k,
+	// attn_v, attn_output, ffn_norm): a block_count the file has no tensors for is refused before
+	// anything is sized by it (1<<24 layers would be 15 GB of bookkeeping).
+	if need := h.Layers * tensorsPerLayer; need > len(f.Tensors) {
+		return h, fmt.Errorf("%s = %d needs at least %d tensors (%d per layer) but the file has %d: the metadata does not describe this file",
+			key("block_count"), h.Layers, need, tensorsPerLayer, len(f.Tensors))
+	}
 	if n, ok := f.Uint(key("expert_count")); ok && n > 0 {
 		return h, fmt.Errorf("%s = %d: mixture-of-experts models are not supported yet", key("expert_count"), n)
 	}
@@ -226,15 +236,15 @@ func readHyper(f *gguf.File, arch string) (Hyperparameters, error) {
 	}
 	h.NormEps = 1e-5
 	if v, ok := f.Float(key("attention.layer_norm_rms_epsilon")); ok {
-		if !(v > 0 && v < 1) {
-			return h, fmt.Errorf("%s = %g is out of range (0, 1)", key("attention.layer_norm_rms_epsilon"), v)
+		if !(v > 0 && v < 1) || float32(v) == 0 { // a value that rounds to 0 in float32 divides by 0
+			return h, fmt.Errorf("%s = %g is out of range (0, 1) for a float32", key("attention.layer_norm_rms_epsilon"), v)
 		}
 		h.NormEps = float32(v)
 	}
 	h.Rope.FreqBase = 10000
 	if v, ok := f.Float(key("rope.freq_base")); ok {
-		if !(v > 0) || math.IsInf(v, 0) {
-			return h, fmt.Errorf("%s = %g must be positive", key("rope.freq_base"), v)
+		if b := float32(v); !(b > 0) || math.IsInf(float64(b), 0) {
+			return h, fmt.Errorf("%s = %g must be positive and within float32's range", key("rope.freq_base"), v)
 		}
 		h.Rope.FreqBase = float32(v)
 	}
@@ -257,10 +267,11 @@ func readHyper(f *gguf.File, arch string) (Hyperparameters, error) {
 		h.Rope.Scaling = "none"
 	case "linear":
 		if factor != 0 && factor != 1 {
-			if !(factor > 0) {
-				return h, fmt.Errorf("%s = %g must be positive", key("rope.scaling.factor"), factor)
+			scale := float32(1 / factor)
+			if !(factor > 0) || scale == 0 || math.IsInf(float64(scale), 0) {
+				return h, fmt.Errorf("%s = %g must be positive, with a reciprocal within float32's range", key("rope.scaling.factor"), factor)
 			}
-			h.Rope.FreqScale = float32(1 / factor)
+			h.Rope.FreqScale = scale
 		}
 	default:
 		return h, fmt.Errorf("rope scaling %q is not supported yet (supported: none, linear)", h.Rope.Scaling)
