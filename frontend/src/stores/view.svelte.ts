@@ -1,0 +1,21 @@
+// Which tab the main area shows.
+export type View = "chat" | "model" | "pins" | "bench";
+
+export const tabs: { key: View; label: string }[] = [
+  { key: "chat", label: "Chat" },
+  { key: "model", label: "Model & devices" },
+  { key: "pins", label: "Pins" },
+  { key: "bench", label: "Benchmark" },
+];
+
+class ViewState {
+  current = $state<View>("chat");
+  // A device key the Pins tab's form starts with (the device card's "Pin…" sets it).
+  pinKeyPrefill = $state("");
+
+  show(v: View) {
+    this.current = v;
+  }
+}
+
+export const view = new ViewState();
