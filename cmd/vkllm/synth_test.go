@@ -11,7 +11,7 @@ import (
 
 func TestSynthWritesLoadableModelsOfEachArchitecture(t *testing.T) {
 	tests := []struct{ arch, typ string }{
-		{"llama", "q8_0"}, {"qwen2", "q4_0"}, {"qwen3", "q4_k"},
+		{"llama", "q8_0"}, {"qwen2", "q4_0"}, {"qwen3", "q4_k"}, {"qwen3moe", "q8_0"}, {"llama", "iq2_xxs"}, {"qwen3moe", "mxfp4"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.arch+"-"+tc.typ, func(t *testing.T) {
@@ -39,7 +39,8 @@ func TestSynthWritesLoadableModelsOfEachArchitecture(t *testing.T) {
 }
 
 func TestSynthRefusesBadFlags(t *testing.T) {
-	for _, args := range [][]string{{}, {"-o", "x", "-preset", "huge"}, {"-o", "x", "-type", "q9_9"}, {"-o", "x", "-arch", "gpt5"}} {
+	for _, args := range [][]string{{}, {"-o", "x", "-preset", "huge"}, {"-o", "x", "-type", "q9_9"}, {"-o", "x", "-arch", "gpt5"},
+		{"-o", "x", "-arch", "qwen3moe", "-preset", "8b"}, {"-o", "x", "-arch", "llama", "-preset", "30b-a3b"}} {
 		if err := runSynth(context.Background(), args); !errors.Is(err, errUsage) {
 			t.Errorf("synth %v: err = %v, want a usage error", args, err)
 		}

@@ -43,6 +43,7 @@ type Runner struct {
 	mm                            matmulJob
 	mmRows                        func(w, lo, hi int) // r.matmulRows, bound once
 	attnScratch                   []attnScratch       // per pool thread
+	moeS                          moeScratch          // the mixture-of-experts block's buffers
 }
 
 // New builds a runner for m. Only the KV cache and activation buffers are allocated; weights
@@ -86,6 +87,8 @@ func New(m *model.Model, opts Options) (*Runner, error) {
 		r.forward = r.forwardQwen2
 	case "qwen3":
 		r.forward = r.forwardQwen3
+	case "qwen3moe":
+		r.forward = r.forwardQwen3MoE
 	default:
 		return nil, fmt.Errorf("cpu runner: no forward pass for architecture %q", h.Arch)
 	}
@@ -98,15 +101,20 @@ func New(m *model.Model, opts Options) (*Runner, error) {
 	r.k = make([]float32, b*h.KDim())
 	r.v = make([]float32, b*h.VDim())
 	r.att = make([]float32, b*h.Heads*h.ValueDim)
-	r.gate = make([]float32, b*h.FFN)
-	r.up = make([]float32, b*h.FFN)
+	ff := h.FFN
+	if h.MoE.Experts > 0 {
+		ff = max(h.MoE.FFN, h.MoE.SharedFFN)
+		r.moeS = newMoEScratch(h)
+	}
+	r.gate = make([]float32, b*ff)
+	r.up = make([]float32, b*ff)
 	return r, nil
 }
 
 func weightsOf(m *model.Model) []model.Matrix {
 	out := []model.Matrix{m.Output}
-	for _, l := range m.Layers {
-		out = append(out, l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down)
+	for i := range m.Layers {
+		out = append(out, m.Layers[i].Matrices()...)
 	}
 	return out
 }

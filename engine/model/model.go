@@ -70,6 +70,7 @@ type Hyperparameters struct {
 	VocabSize     int     // rows of token_embd.weight
 	NormEps       float32 // attention.layer_norm_rms_epsilon
 	Rope          Rope
+	MoE           MoEParams // the mixture-of-experts FFN's routing (zero for dense models)
 }
 
 // QDim is the width of the query projection, Heads*HeadDim.
@@ -114,7 +115,8 @@ type Layer struct {
 	QBias, KBias, VBias Vector // qwen2: blk.N.attn_q/k/v.bias
 	QNorm, KNorm        Vector // qwen3: blk.N.attn_q_norm/attn_k_norm.weight, per head
 	FFNNorm             Vector // blk.N.ffn_norm.weight
-	Gate, Up, Down      Matrix // blk.N.ffn_gate/up/down.weight
+	Gate, Up, Down      Matrix // blk.N.ffn_gate/up/down.weight (dense FFN)
+	MoE                 *MoE   // the mixture-of-experts FFN in place of Gate, Up, Down; nil when dense
 }
 
 // Model is a loaded model: hyperparameters and weight views into the GGUF mapping.
@@ -147,8 +149,10 @@ func Load(f *gguf.File) (*Model, error) {
 		m, err = loadQwen2(f)
 	case "qwen3":
 		m, err = loadQwen3(f)
+	case "qwen3moe":
+		m, err = loadQwen3MoE(f)
 	default:
-		return nil, fmt.Errorf("model %s: architecture %q is not supported (supported: llama, qwen2, qwen3)", f.Path, arch)
+		return nil, fmt.Errorf("model %s: architecture %q is not supported (supported: llama, qwen2, qwen3, qwen3moe)", f.Path, arch)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("model %s (%s): %w", f.Path, arch, err)
@@ -201,7 +205,7 @@ func readHyper(f *gguf.File, arch string) (Hyperparameters, error) {
 	required("embedding_length", &h.Dim)
 	required("block_count", &h.Layers)
 	required("attention.head_count", &h.Heads)
-	required("feed_forward_length", &h.FFN)
+	optional("feed_forward_length", &h.FFN, 0) // required by the dense FFN (loadDenseFFN)
 	optional("attention.head_count_kv", &h.HeadsKV, h.Heads)
 	optional("context_length", &h.ContextLength, 2048)
 	if err != nil {
@@ -213,9 +217,6 @@ func readHyper(f *gguf.File, arch string) (Hyperparameters, error) {
 	if need := h.Layers * tensorsPerLayer; need > len(f.Tensors) {
 		return h, fmt.Errorf("%s = %d needs at least %d tensors (%d per layer) but the file has %d: the metadata does not describe this file",
 			key("block_count"), h.Layers, need, tensorsPerLayer, len(f.Tensors))
-	}
-	if n, ok := f.Uint(key("expert_count")); ok && n > 0 {
-		return h, fmt.Errorf("%s = %d: mixture-of-experts models are not supported yet", key("expert_count"), n)
 	}
 	if h.Dim%h.Heads != 0 {
 		if _, ok := f.Get(key("attention.key_length")); !ok {
@@ -360,9 +361,44 @@ func vectorOf(t *gguf.TensorInfo, n int) (Vector, error) {
 	return Vector{Name: t.Name, Values: vals, Info: t}, nil
 }
 
-// loadCommon reads what llama, qwen2 and qwen3 share: hyperparameters, embedding, the
-// attention and FFN matrices and norms of every layer, the output norm and head.
+// loadCommon reads what llama, qwen2 and qwen3 share: loadBase's attention and a dense SwiGLU
+// FFN in every layer.
 func loadCommon(f *gguf.File, arch string, kind RopeKind) (*Model, *weights, error) {
+	m, w, err := loadBase(f, arch, kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := loadDenseFFN(f, m, w); err != nil {
+		return nil, nil, err
+	}
+	return m, w, nil
+}
+
+// loadDenseFFN reads every layer's ffn_gate, ffn_up and ffn_down (feed_forward_length wide). A
+// file that declares experts is refused: its architecture's loader must read them.
+func loadDenseFFN(f *gguf.File, m *Model, w *weights) error {
+	h := m.Hyper
+	key := func(k string) string { return h.Arch + "." + k }
+	if n, ok := f.Uint(key("expert_count")); ok && n > 0 {
+		return fmt.Errorf("%s = %d: mixture-of-experts layers are supported for qwen3moe only, not for %s", key("expert_count"), n, h.Arch)
+	}
+	if h.FFN == 0 {
+		return fmt.Errorf("metadata key %s is missing or not an unsigned integer", key("feed_forward_length"))
+	}
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		blk := func(s string) string { return fmt.Sprintf("blk.%d.%s", i, s) }
+		l.Gate = w.matrix(blk("ffn_gate.weight"), h.Dim, h.FFN)
+		l.Up = w.matrix(blk("ffn_up.weight"), h.Dim, h.FFN)
+		l.Down = w.matrix(blk("ffn_down.weight"), h.FFN, h.Dim)
+	}
+	return w.err
+}
+
+// loadBase reads what every supported architecture shares: hyperparameters, embedding, the
+// attention matrices and norms of every layer, the FFN's pre-norm, the output norm and head.
+// The FFN's own weights are the caller's (loadDenseFFN, loadMoEFFN).
+func loadBase(f *gguf.File, arch string, kind RopeKind) (*Model, *weights, error) {
 	h, err := readHyper(f, arch)
 	if err != nil {
 		return nil, nil, err
@@ -385,9 +421,6 @@ func loadCommon(f *gguf.File, arch string, kind RopeKind) (*Model, *weights, err
 		l.V = w.matrix(blk("attn_v.weight"), h.Dim, h.VDim())
 		l.O = w.matrix(blk("attn_output.weight"), h.Heads*h.ValueDim, h.Dim)
 		l.FFNNorm = w.vector(blk("ffn_norm.weight"), h.Dim)
-		l.Gate = w.matrix(blk("ffn_gate.weight"), h.Dim, h.FFN)
-		l.Up = w.matrix(blk("ffn_up.weight"), h.Dim, h.FFN)
-		l.Down = w.matrix(blk("ffn_down.weight"), h.FFN, h.Dim)
 	}
 	m.OutputNorm = w.vector("output_norm.weight", h.Dim)
 	if _, ok := f.Tensor("output.weight"); ok {

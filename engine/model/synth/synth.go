@@ -1,0 +1,394 @@
+// Package synth writes random-weight GGUF models of a given architecture, shape and tensor
+// type (`vkllm synth`), for benchmarks and for tests that compare the engine with llama.cpp
+// on models nobody trained.
+//
+// The output is a pure function of the options: every tensor's values come from its own
+// random stream (the seed and the tensor's index; an expert tensor has one stream per expert),
+// so the file is the same byte for byte on every run and machine, however many threads
+// quantize it.
+package synth
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// Shape is the architecture of a synthetic model. The expert fields apply to qwen3moe only.
+type Shape struct {
+	Dim, Layers, Heads, HeadsKV, FFN, Ctx int
+	HeadDim                               int // 0: Dim/Heads
+	Experts, ExpertsUsed, ExpertFFN       int
+}
+
+// HeadSize is the per-head width of queries and keys.
+func (s Shape) HeadSize() int {
+	if s.HeadDim > 0 {
+		return s.HeadDim
+	}
+	return s.Dim / s.Heads
+}
+
+// Architectures are the architectures Write knows, in the order the CLI lists them.
+var Architectures = []string{"llama", "qwen2", "qwen3", "qwen3moe"}
+
+// densePresets are well-known dense shapes: the parameter counts land near the names.
+var densePresets = map[string]Shape{
+	"tiny": {Dim: 256, Layers: 2, Heads: 4, HeadsKV: 2, FFN: 512, Ctx: 2048},
+	"100m": {Dim: 768, Layers: 12, Heads: 12, HeadsKV: 12, FFN: 2048, Ctx: 4096},  // ~110M with a 32000 vocab
+	"1b":   {Dim: 2048, Layers: 16, Heads: 32, HeadsKV: 8, FFN: 8192, Ctx: 8192},  // llama-3.2-1B shape
+	"8b":   {Dim: 4096, Layers: 32, Heads: 32, HeadsKV: 8, FFN: 14336, Ctx: 8192}, // llama-3-8B shape
+}
+
+// moePresets are the qwen3moe shapes. tiny's dim is 256, not smaller, so that its attention,
+// router-side and gate/up rows hold whole 256-element super-blocks and a K-quant or i-quant
+// model is mostly that type; its expert width of 128 leaves the down projections to the
+// fallback type, as llama-quantize does for such rows.
+var moePresets = map[string]Shape{
+	"tiny": {Dim: 256, Layers: 2, Heads: 4, HeadsKV: 2, FFN: 256, Ctx: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 128},
+	// Qwen3-30B-A3B: 48 layers, 32 query heads of 128 over 4 KV heads, 128 experts of width
+	// 768, 8 used per token (~30.5B parameters with its 151936 vocab, ~3.3B active)
+	"30b-a3b": {Dim: 2048, Layers: 48, Heads: 32, HeadsKV: 4, HeadDim: 128, FFN: 6144, Ctx: 40960, Experts: 128, ExpertsUsed: 8, ExpertFFN: 768},
+}
+
+// Presets lists the preset names for arch, sorted.
+func Presets(arch string) []string {
+	p := densePresets
+	if arch == "qwen3moe" {
+		p = moePresets
+	}
+	var names []string
+	for n := range p {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset returns the named shape for arch.
+func Preset(arch, name string) (Shape, error) {
+	p := densePresets
+	if arch == "qwen3moe" {
+		p = moePresets
+	}
+	s, ok := p[strings.ToLower(name)]
+	if !ok {
+		return Shape{}, fmt.Errorf("unknown preset %q for %s (want one of %s)", name, arch, strings.Join(Presets(arch), ", "))
+	}
+	return s, nil
+}
+
+// Types are the matrix types Write can produce, in the order the CLI lists them.
+var Types = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1,
+	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K,
+	quant.IQ4_NL, quant.IQ4_XS, quant.MXFP4, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.IQ3_XXS, quant.IQ3_S}
+
+// ParseType returns the type of Types named name, in any case ("iq2_xxs").
+func ParseType(name string) (quant.Type, error) {
+	for _, t := range Types {
+		if strings.EqualFold(t.String(), name) {
+			return t, nil
+		}
+	}
+	var names []string
+	for _, t := range Types {
+		names = append(names, strings.ToLower(t.String()))
+	}
+	return 0, fmt.Errorf("unknown tensor type %q (want one of %s)", name, strings.Join(names, ", "))
+}
+
+// Options say what to write.
+type Options struct {
+	Arch  string
+	Shape Shape
+	Type  quant.Type
+	Vocab *gguf.File // the tokenizer.* keys are copied from it
+	Seed  uint64
+}
+
+// Fallback is a tensor written in another type than asked because its rows do not hold whole
+// blocks of the asked one.
+type Fallback struct {
+	Tensor   string
+	Cols     int
+	Want, As quant.Type
+}
+
+func (f Fallback) String() string {
+	return fmt.Sprintf("%s: rows of %d are not a multiple of %s's block of %d, written as %s", f.Tensor, f.Cols, f.Want, f.Want.BlockSize(), f.As)
+}
+
+// Result describes a written model.
+type Result struct {
+	Params    int64
+	Fallbacks []Fallback
+}
+
+// FallbackType is the type llama-quantize writes a tensor of rows of cols in when want's blocks
+// do not divide them: the grid i-quants and IQ4_XS fall back to IQ4_NL, Q2_K and Q3_K to Q4_0,
+// Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, and when even that does not fit, F16.
+func FallbackType(want quant.Type, cols int) quant.Type {
+	if cols%want.BlockSize() == 0 {
+		return want
+	}
+	var t quant.Type
+	switch want {
+	case quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.IQ3_XXS, quant.IQ3_S, quant.IQ1_S, quant.IQ1_M, quant.IQ4_XS:
+		t = quant.IQ4_NL
+	case quant.Q2_K, quant.Q3_K:
+		t = quant.Q4_0
+	case quant.Q4_K:
+		t = quant.Q5_0
+	case quant.Q5_K:
+		t = quant.Q5_1
+	case quant.Q6_K:
+		t = quant.Q8_0
+	default:
+		t = quant.F16
+	}
+	if cols%t.BlockSize() != 0 {
+		return quant.F16
+	}
+	return t
+}
+
+type tensor struct {
+	name    string
+	typ     quant.Type
+	dims    []uint64
+	scale   float32
+	bias    float32
+	streams int // random streams: 1, or one per expert of a 3-D tensor
+	data    []byte
+}
+
+// Write writes the model to path.
+func Write(ctx context.Context, path string, o Options) (Result, error) {
+	w, list, res, err := build(o)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := fill(ctx, list, o.Seed); err != nil {
+		return Result{}, err
+	}
+	for _, t := range list {
+		if err := w.AddTensor(t.name, t.typ, t.dims, t.data); err != nil {
+			return Result{}, fmt.Errorf("add %s: %w", t.name, err)
+		}
+	}
+	if err := w.WriteFile(path); err != nil {
+		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	return res, nil
+}
+
+// build sets the metadata and lists the tensors, without their data.
+func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
+	var res Result
+	s, arch, typ := o.Shape, o.Arch, o.Type
+	known := false
+	for _, a := range Architectures {
+		known = known || a == arch
+	}
+	if !known {
+		return nil, nil, res, fmt.Errorf("synth: unknown architecture %q (want one of %s)", arch, strings.Join(Architectures, ", "))
+	}
+	moe := arch == "qwen3moe"
+	switch {
+	case s.Dim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.HeadsKV <= 0 || s.Heads%s.HeadsKV != 0 || s.HeadSize() <= 0:
+		return nil, nil, res, fmt.Errorf("synth: shape %+v: dim, layers and heads must be positive, heads a multiple of KV heads", s)
+	case s.HeadDim == 0 && s.Dim%s.Heads != 0:
+		return nil, nil, res, fmt.Errorf("synth: dim %d is not a multiple of %d heads", s.Dim, s.Heads)
+	case !moe && s.FFN <= 0:
+		return nil, nil, res, fmt.Errorf("synth: shape %+v: a dense model needs a positive FFN width", s)
+	case moe && (s.Experts <= 0 || s.ExpertsUsed <= 0 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
+		return nil, nil, res, fmt.Errorf("synth: shape %+v: a qwen3moe model needs experts, at most that many used, and a positive expert width", s)
+	}
+	if o.Vocab == nil {
+		return nil, nil, res, fmt.Errorf("synth: no vocabulary source")
+	}
+	tokens, ok := o.Vocab.Strings("tokenizer.ggml.tokens")
+	if !ok || len(tokens) == 0 {
+		return nil, nil, res, fmt.Errorf("vocabulary source has no tokenizer.ggml.tokens")
+	}
+	nVocab := len(tokens)
+	hd := s.HeadSize()
+	w := gguf.NewWriter()
+	w.SetString("general.architecture", arch)
+	w.SetString("general.name", fmt.Sprintf("vkllm synthetic %s %s seed %d", arch, typ, o.Seed))
+	w.SetUint32(arch+".embedding_length", uint32(s.Dim))
+	w.SetUint32(arch+".block_count", uint32(s.Layers))
+	w.SetUint32(arch+".attention.head_count", uint32(s.Heads))
+	w.SetUint32(arch+".attention.head_count_kv", uint32(s.HeadsKV))
+	w.SetUint32(arch+".feed_forward_length", uint32(s.FFN))
+	w.SetUint32(arch+".context_length", uint32(s.Ctx))
+	if s.HeadDim > 0 {
+		w.SetUint32(arch+".attention.key_length", uint32(hd))
+		w.SetUint32(arch+".attention.value_length", uint32(hd))
+	}
+	w.SetUint32(arch+".rope.dimension_count", uint32(hd))
+	w.SetFloat32(arch+".rope.freq_base", 10000)
+	w.SetFloat32(arch+".attention.layer_norm_rms_epsilon", 1e-5)
+	if moe {
+		// as Qwen3-30B-A3B's converted GGUF: no gating or normalisation keys (llama.cpp's
+		// qwen3moe always uses softmax and renormalises the selected weights)
+		w.SetUint32(arch+".expert_count", uint32(s.Experts))
+		w.SetUint32(arch+".expert_used_count", uint32(s.ExpertsUsed))
+		w.SetUint32(arch+".expert_feed_forward_length", uint32(s.ExpertFFN))
+	}
+	for _, kv := range o.Vocab.KV {
+		if strings.HasPrefix(kv.Key, "tokenizer.") {
+			w.SetValue(kv.Key, kv.Value)
+		}
+	}
+
+	// The head of K-quant models is Q6_K, as llama-quantize's mixes keep it.
+	headType := typ
+	if typ == quant.Q2_K || typ == quant.Q3_K || typ == quant.Q4_K || typ == quant.Q5_K {
+		headType = quant.Q6_K
+	}
+	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	var list []*tensor
+	add := func(name string, t quant.Type, scale, bias float32, dims ...int) {
+		ud := make([]uint64, len(dims))
+		for i, d := range dims {
+			ud[i] = uint64(d)
+		}
+		if len(dims) > 1 {
+			if as := FallbackType(t, dims[0]); as != t {
+				res.Fallbacks = append(res.Fallbacks, Fallback{Tensor: name, Cols: dims[0], Want: t, As: as})
+				t = as
+			}
+		}
+		streams := 1
+		if len(dims) == 3 {
+			streams = dims[2]
+		}
+		list = append(list, &tensor{name: name, typ: t, dims: ud, scale: scale, bias: bias, streams: streams})
+	}
+	add("token_embd.weight", typ, 1, 0, s.Dim, nVocab)
+	for l := 0; l < s.Layers; l++ {
+		b := func(n string) string { return fmt.Sprintf("blk.%d.%s", l, n) }
+		add(b("attn_norm.weight"), quant.F32, 0.1, 1, s.Dim)
+		add(b("attn_q.weight"), typ, inv(s.Dim), 0, s.Dim, s.Heads*hd)
+		add(b("attn_k.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+		add(b("attn_v.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+		add(b("attn_output.weight"), typ, inv(s.Heads*hd), 0, s.Heads*hd, s.Dim)
+		add(b("ffn_norm.weight"), quant.F32, 0.1, 1, s.Dim)
+		if moe {
+			// the router's scale spreads its logits over a few units, so that the top
+			// experts are clear winners but the runners-up still carry weight
+			add(b("ffn_gate_inp.weight"), quant.F32, 2*inv(s.Dim), 0, s.Dim, s.Experts)
+			add(b("ffn_gate_exps.weight"), typ, inv(s.Dim), 0, s.Dim, s.ExpertFFN, s.Experts)
+			add(b("ffn_up_exps.weight"), typ, inv(s.Dim), 0, s.Dim, s.ExpertFFN, s.Experts)
+			add(b("ffn_down_exps.weight"), typ, inv(s.ExpertFFN), 0, s.ExpertFFN, s.Dim, s.Experts)
+		} else {
+			add(b("ffn_gate.weight"), typ, inv(s.Dim), 0, s.Dim, s.FFN)
+			add(b("ffn_up.weight"), typ, inv(s.Dim), 0, s.Dim, s.FFN)
+			add(b("ffn_down.weight"), typ, inv(s.FFN), 0, s.FFN, s.Dim)
+		}
+		switch arch {
+		case "qwen2":
+			add(b("attn_q.bias"), quant.F32, 0.2, 0, s.Heads*hd)
+			add(b("attn_k.bias"), quant.F32, 0.2, 0, s.HeadsKV*hd)
+			add(b("attn_v.bias"), quant.F32, 0.2, 0, s.HeadsKV*hd)
+		case "qwen3", "qwen3moe":
+			add(b("attn_q_norm.weight"), quant.F32, 0.1, 1, hd)
+			add(b("attn_k_norm.weight"), quant.F32, 0.1, 1, hd)
+		}
+	}
+	add("output_norm.weight", quant.F32, 0.1, 1, s.Dim)
+	add("output.weight", headType, 4*inv(s.Dim), 0, s.Dim, nVocab)
+	for _, t := range list {
+		n := int64(1)
+		for _, d := range t.dims {
+			n *= int64(d)
+		}
+		res.Params += n
+	}
+	return w, list, res, nil
+}
+
+// job is one random stream of one tensor: the whole tensor, or one expert of a 3-D one.
+type job struct{ tensor, stream int }
+
+// fill draws and quantizes every tensor's values in parallel. Stream k of tensor i draws
+// uniform values on [-sqrt(3), sqrt(3)] (unit variance) times the tensor's scale plus its bias
+// from PCG(seed, i) for a single-stream tensor and PCG(seed, i | (k+1)<<32) for expert k.
+func fill(ctx context.Context, list []*tensor, seed uint64) error {
+	var jobs []job
+	for i, t := range list {
+		n := 1
+		for _, d := range t.dims {
+			n *= int(d)
+		}
+		rb, err := t.typ.RowBytes(int(t.dims[0]))
+		if err != nil {
+			return fmt.Errorf("tensor %s as %s: %w", t.name, t.typ, err)
+		}
+		t.data = make([]byte, rb*(n/int(t.dims[0])))
+		for k := 0; k < t.streams; k++ {
+			jobs = append(jobs, job{i, k})
+		}
+	}
+	var (
+		wg       sync.WaitGroup
+		firstErr error
+		errMu    sync.Mutex
+		next     = make(chan job)
+	)
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				t := list[j.tensor]
+				per := len(t.data) / t.streams
+				n := 1
+				for _, d := range t.dims {
+					n *= int(d)
+				}
+				n /= t.streams
+				stream := uint64(j.tensor)
+				if t.streams > 1 {
+					stream |= uint64(j.stream+1) << 32
+				}
+				rng := rand.New(rand.NewPCG(seed, stream))
+				vals := make([]float32, n)
+				for k := range vals {
+					vals[k] = float32((rng.Float64()*2-1)*1.7320508)*t.scale + t.bias
+				}
+				data, err := quant.Quantize(t.typ, vals)
+				if err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("quantize %s to %s: %w", t.name, t.typ, err)
+					}
+					errMu.Unlock()
+					continue
+				}
+				copy(t.data[j.stream*per:(j.stream+1)*per], data)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("synth cancelled: %w", err)
+	}
+	return firstErr
+}
