@@ -1,0 +1,22 @@
+#!/bin/sh
+# Regenerates the llama.cpp references of engine/synth_llamacpp_test.go: for each ARCH-TYPE
+# below, `vkllm synth -arch ARCH -preset tiny -type TYPE -seed 7` (the embedded 512-token
+# vocabulary), then llama.cpp's greedy ids and top-5 logits for six prompts, 16 steps each,
+# through node-llama-cpp 3.22.1 on the CPU (../shared/tools/llamacpp-ref.mjs).
+# usage: generate.sh REF_DIR [ARCH-TYPE...]   REF_DIR holds node_modules with node-llama-cpp and
+# a copy of llamacpp-ref.mjs (see ../shared/README.md); run from the repository root.
+set -eu
+ref=$1
+shift
+models=${*:-"llama-Q8_0 qwen3-Q8_0 qwen3moe-Q8_0 qwen3moe-Q4_K qwen3moe-IQ4_XS qwen3moe-IQ2_XXS qwen3moe-MXFP4 llama-IQ4_NL llama-IQ4_XS llama-MXFP4 llama-IQ2_XXS llama-IQ2_XS llama-IQ2_S llama-IQ3_XXS llama-IQ3_S"}
+out=engine/testdata/synth-llamacpp
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/vkllm" ./cmd/vkllm
+for m in $models; do
+	arch=${m%%-*}
+	typ=${m#*-}
+	"$tmp/vkllm" synth -o "$tmp/$m.gguf" -arch "$arch" -preset tiny -type "$typ" -seed 7 >/dev/null 2>&1
+	node "$ref/llamacpp-ref.mjs" "$tmp/$m.gguf" 16 "Once upon a time" "Hello world" "The little girl and the dog" "There was a cat" "Tom went to the park" "She said hello" >"$out/$m.jsonl"
+	echo "$out/$m.jsonl"
+done
