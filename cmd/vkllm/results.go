@@ -112,28 +112,40 @@ func runResultsImport(ctx context.Context, args []string) error {
 		return fmt.Errorf("results import takes one file of `llama-bench -o json` or `-o jsonl` output: %w", errUsage)
 	}
 	path := fs.Arg(0)
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	records, err := bench.ParseLlamaBench(f)
-	if err != nil {
-		return fmt.Errorf("import %s: %w", path, err)
-	}
 	st, err := store.Open("")
 	if err != nil {
 		return fmt.Errorf("open results history: %w", err)
 	}
 	defer st.Close()
-	for _, r := range records {
-		run := bench.StoreRun(r, bench.Target{}, store.BenchOK, "")
-		if _, err := st.SaveBenchRun(ctx, run); err != nil {
-			return fmt.Errorf("import %s: %w", path, err)
-		}
+	n, err := importResults(ctx, st, path)
+	if err != nil {
+		return err
 	}
-	fmt.Printf("imported %d llama-bench row(s) from %s\n", len(records), path)
+	fmt.Printf("imported %d llama-bench row(s) from %s\n", n, path)
 	return nil
+}
+
+// importResults adds the rows of a llama-bench JSON or JSONL file to the history in one
+// transaction: a failure midway (a full disk, a kill) leaves none of them, so importing the
+// file again never doubles the rows that made it. It returns how many rows it added.
+func importResults(ctx context.Context, st *store.Store, path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	records, err := bench.ParseLlamaBench(f)
+	if err != nil {
+		return 0, fmt.Errorf("import %s: %w", path, err)
+	}
+	runs := make([]store.BenchRun, len(records))
+	for i, r := range records {
+		runs[i] = bench.StoreRun(r, bench.Target{}, store.BenchOK, "")
+	}
+	if _, err := st.SaveBenchRuns(ctx, runs); err != nil {
+		return 0, fmt.Errorf("import %s: none of its %d row(s) were saved: %w", path, len(runs), err)
+	}
+	return len(runs), nil
 }
 
 // runResultsCompare prints vkllm's rows beside llama-bench's from JSON/JSONL files of either tool
