@@ -71,7 +71,8 @@ type BenchEngine interface {
 // BenchStore keeps the bench history; *store.Store satisfies it. The app is the history's one
 // writer for runs started in the window: the engine process only measures.
 type BenchStore interface {
-	SaveBenchRun(ctx context.Context, r store.BenchRun) (int64, error)
+	// SaveBenchRuns saves the rows of one run or one import in one transaction: all or none.
+	SaveBenchRuns(ctx context.Context, runs []store.BenchRun) ([]int64, error)
 	ListBenchRuns(ctx context.Context, f store.BenchFilter) ([]store.BenchRun, error)
 }
 
@@ -209,19 +210,20 @@ func (s *BenchService) Run(settings BenchSettings) ([]BenchRow, error) {
 		target = *out.Target
 	}
 	cfg := bench.Config{NPrompt: settings.NPrompt, NGen: settings.NGen, Reps: settings.Reps}
+	// The run's rows are saved in one transaction: a failure midway leaves none of them.
 	var rows []BenchRow
 	var saveErr error
-	for _, run := range bench.HistoryRuns(out.Records, target, cfg, runErr, started) {
-		id, err := s.store.SaveBenchRun(context.WithoutCancel(s.ctx), run)
-		if err != nil {
-			saveErr = errors.Join(saveErr, fmt.Errorf("save %s result: %w", run.Test, err))
-			continue
+	runs := bench.HistoryRuns(out.Records, target, cfg, runErr, started)
+	if ids, err := s.store.SaveBenchRuns(context.WithoutCancel(s.ctx), runs); err != nil {
+		saveErr = fmt.Errorf("none of the %d result(s) were saved: %w", len(runs), err)
+	} else {
+		for i, run := range runs {
+			run.ID = ids[i]
+			if run.CreatedAtMs == 0 {
+				run.CreatedAtMs = nowMs()
+			}
+			rows = append(rows, benchRow(run))
 		}
-		run.ID = id
-		if run.CreatedAtMs == 0 {
-			run.CreatedAtMs = nowMs()
-		}
-		rows = append(rows, benchRow(run))
 	}
 
 	ev := BenchEvent{Kind: BenchFinished, Rows: rows, AtMs: nowMs()}
@@ -284,12 +286,16 @@ func (s *BenchService) Import(path string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("import %s: %w", path, err)
 	}
+	// One transaction for the whole file: a failure midway leaves none of its rows, so importing
+	// the file again never doubles the ones that made it.
+	runs := make([]store.BenchRun, len(records))
 	for i, r := range records {
-		if _, err := s.store.SaveBenchRun(s.ctx, bench.StoreRun(r, bench.Target{}, store.BenchOK, "")); err != nil {
-			return i, fmt.Errorf("import %s row %d: %w", path, i+1, err)
-		}
+		runs[i] = bench.StoreRun(r, bench.Target{}, store.BenchOK, "")
 	}
-	return len(records), nil
+	if _, err := s.store.SaveBenchRuns(s.ctx, runs); err != nil {
+		return 0, fmt.Errorf("import %s: none of its %d row(s) were saved: %w", path, len(runs), err)
+	}
+	return len(runs), nil
 }
 
 func benchRow(r store.BenchRun) BenchRow {
