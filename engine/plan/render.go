@@ -105,9 +105,17 @@ func (p *Plan) armText() string {
 	if kvType == "" {
 		kvType = KVTypeF16
 	}
-	return fmt.Sprintf("resident driver armed (%d layers, dim %d, ctx %d, kv %s) - weights %d MB + KV %d MB + scratch %d MB of %d MB (%s)",
-		p.Model.Layers, p.Model.Embd, p.Ctx.Chosen, kvType,
+	return fmt.Sprintf("resident driver armed (%d layers%s, dim %d, ctx %d, kv %s) - weights %d MB + KV %d MB + scratch %d MB of %d MB (%s)",
+		p.Model.Layers, p.Model.expertsText(), p.Model.Embd, p.Ctx.Chosen, kvType,
 		MBUp(p.Weights.Bytes), MBUp(p.KVBytes), MBUp(p.Scratch.Total), MBDown(p.UsableBytes), p.sourceText())
+}
+
+// expertsText is ", 128 experts (8 used)" for a mixture of experts, "" for a dense model.
+func (m Model) expertsText() string {
+	if !m.MoE() {
+		return ""
+	}
+	return fmt.Sprintf(", %d experts (%d used)", m.Experts, m.ExpertsUsed)
 }
 
 func (p *Plan) declineText() string {
@@ -218,7 +226,14 @@ func (p Plan) Breakdown() string {
 	var b strings.Builder
 	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "%-9s %s\n", k, fmt.Sprintf(format, args...)) }
 	m := p.Model
-	row("model", "%s (%s, %d layers, dim %d, %d heads / %d KV heads, vocab %d, context length %d)", m.Name, m.Arch, m.Layers, m.Embd, m.Heads, m.HeadsKV, m.Vocab, m.CtxLength)
+	experts := ""
+	if m.MoE() {
+		experts = fmt.Sprintf(", %d experts of width %d, %d used per token", m.Experts, m.ExpertFF, m.ExpertsUsed)
+		if m.SharedFF > 0 {
+			experts += fmt.Sprintf(", a shared expert of width %d", m.SharedFF)
+		}
+	}
+	row("model", "%s (%s, %d layers, dim %d, %d heads / %d KV heads%s, vocab %d, context length %d)", m.Name, m.Arch, m.Layers, m.Embd, m.Heads, m.HeadsKV, experts, m.Vocab, m.CtxLength)
 	var kinds []string
 	for _, k := range sortedKinds(p.Weights.ByKind) {
 		kinds = append(kinds, fmt.Sprintf("%s %d MB", k, MBUp(p.Weights.ByKind[k])))

@@ -14,7 +14,16 @@ type Model struct {
 	HeadDimV  int    `json:"head_dim_v"`
 	Vocab     int    `json:"vocab"`
 	CtxLength int    `json:"ctx_length"` // the model's training context; 0 when the file omits it
+
+	// mixture of experts (qwen3moe); zero for a dense model
+	Experts     int `json:"experts,omitempty"`      // expert_count
+	ExpertsUsed int `json:"experts_used,omitempty"` // expert_used_count
+	ExpertFF    int `json:"expert_ff,omitempty"`    // expert_feed_forward_length: one expert's gate/up rows
+	SharedFF    int `json:"shared_ff,omitempty"`    // the shared expert's width, 0 when the model has none
 }
+
+// MoE reports whether the model's FFN is a mixture of experts.
+func (m Model) MoE() bool { return m.Experts > 0 }
 
 // KVTypeF16 is the one cache type the resident driver keeps: f16, two bytes per element.
 const KVTypeF16 = "f16"
@@ -64,6 +73,9 @@ type Scratch struct {
 //
 //	activations   = R × 4 × (3·dim + heads·head_dim_k + 2·heads_kv·max(head_dim_k, head_dim_v) + 2·ff)
 //	                (residual, normed input, attention/FFN output; q, k, v; gate and up)
+//	                a mixture of experts: ff = max(used·expert_ff, shared_ff) (gate and up of
+//	                every row's every selected expert), plus R × 4 × (experts + 2·used + used·dim)
+//	                (router logits, selected ids and weights, each selected expert's output)
 //	logits        = R × 4 × vocab   (every row of a window, for callers that want all logits)
 //	attn partials = R × 4 × heads × (head_dim_v + 2) × ScratchSplits   (running max, sum, output per split)
 //	slack         = ScratchSlack (64 MiB)
@@ -74,7 +86,13 @@ func ScratchFor(m Model) Scratch {
 	if int64(m.HeadDimV) > hd {
 		hd = int64(m.HeadDimV)
 	}
-	act := r * f32 * (3*int64(m.Embd) + int64(m.Heads)*int64(m.HeadDimK) + 2*int64(m.HeadsKV)*hd + 2*int64(m.FF))
+	ff := int64(m.FF)
+	var routing int64
+	if m.MoE() {
+		ff = max(int64(m.ExpertsUsed)*int64(m.ExpertFF), int64(m.SharedFF))
+		routing = r * f32 * (int64(m.Experts) + 2*int64(m.ExpertsUsed) + int64(m.ExpertsUsed)*int64(m.Embd))
+	}
+	act := r*f32*(3*int64(m.Embd)+int64(m.Heads)*int64(m.HeadDimK)+2*int64(m.HeadsKV)*hd+2*ff) + routing
 	logits := r * f32 * int64(m.Vocab)
 	partials := r * f32 * int64(m.Heads) * (int64(m.HeadDimV) + 2) * ScratchSplits
 	s := Scratch{Window: ScratchWindow, Activations: act, Logits: logits, AttnPartials: partials, Slack: ScratchSlack}

@@ -86,6 +86,15 @@ func ModelOf(f *gguf.File) (plan.Model, error) {
 	}
 	get("attention.key_length", &m.HeadDimK, m.Embd/m.Heads, false)
 	get("attention.value_length", &m.HeadDimV, m.HeadDimK, false)
+	get("expert_count", &m.Experts, 0, false)
+	if m.Experts > 0 {
+		// the defaults are model.Load's (llama.cpp's): expert width feed_forward_length/used
+		get("expert_used_count", &m.ExpertsUsed, 1, false)
+		get("expert_feed_forward_length", &m.ExpertFF, m.FF/max(m.ExpertsUsed, 1), false)
+		if _, ok := f.Tensor("blk.0.ffn_up_shexp.weight"); ok {
+			get("expert_shared_feed_forward_length", &m.SharedFF, m.FF, false)
+		}
+	}
 	if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) >= 2 {
 		m.Vocab = int(t.Dims[1])
 	} else if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {

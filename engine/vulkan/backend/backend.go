@@ -29,6 +29,9 @@ func init() { engine.RegisterGPUBackend("vulkan", New) }
 // when an upload the plan chose goes wrong. A declined plan (or VKLLM_GPU_RESIDENT=0) with
 // GPU layers in its split runs split, placement "split k of L".
 func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOptions) (engine.GPURunner, error) {
+	if reason, ok := DeclineMoE(m); ok {
+		return engine.GPURunner{}, fmt.Errorf("%w: %s", engine.ErrGPUDeclined, reason)
+	}
 	if err := vulkan.CheckModel(m); err != nil {
 		return engine.GPURunner{}, fmt.Errorf("%w: %v", engine.ErrGPUDeclined, err)
 	}
@@ -83,6 +86,17 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 		return engine.GPURunner{}, fmt.Errorf("upload %s to %s: %w", f.Path, dev.Name, err)
 	}
 	return engine.GPURunner{Runner: r, Backend: "vulkan", Placement: "resident", Context: r.Context()}, nil
+}
+
+// DeclineMoE is the one-line reason the Vulkan drivers (resident and split alike) do not take
+// a mixture-of-experts model yet, and true, or false for a dense model. It is checked before any
+// device is opened or planned, so auto mode serves such a model on the CPU saying why and
+// --gpu fails with the same words.
+func DeclineMoE(m *model.Model) (string, bool) {
+	if m.Hyper.MoE.Experts == 0 {
+		return "", false
+	}
+	return fmt.Sprintf("the Vulkan driver does not run %s's mixture-of-experts layers yet; the CPU serves", m.Hyper.Arch), true
 }
 
 // newSplit runs the plan's split: its GPU layers (the last ones) and, where the plan put it

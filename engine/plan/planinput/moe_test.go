@@ -1,0 +1,61 @@
+package planinput
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/embedded"
+	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/model/synth"
+	"github.com/vkllm/vkllm/engine/plan"
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+func TestQwen3MoEPlansEveryExpertByte(t *testing.T) {
+	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vocab.Close()
+	shape, err := synth.Preset("qwen3moe", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "moe.gguf")
+	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: "qwen3moe", Shape: shape, Type: quant.Q4_K, Vocab: vocab, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := ModelOf(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Experts != 8 || m.ExpertsUsed != 2 || m.ExpertFF != 128 || m.SharedFF != 0 {
+		t.Fatalf("model %+v", m)
+	}
+	in, err := Input(f, plan.Device{Name: "test GPU", HeapBytes: 8 << 30}, plan.Pin{MB: 4096, Source: plan.PinFlag}, plan.CtxRequest{Requested: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan.Compute(in)
+	var file, ffn int64
+	for _, ti := range f.Tensors {
+		b := (ti.Size + plan.UploadAlign - 1) / plan.UploadAlign * plan.UploadAlign
+		file += b
+		if strings.Contains(ti.Name, "ffn_") && !strings.Contains(ti.Name, "_norm") {
+			ffn += b
+		}
+	}
+	if p.Weights.Bytes != file || p.Weights.ByKind[plan.KindFFN] != ffn {
+		t.Fatalf("plan weights %d (ffn %d), the file's tensors aligned %d (ffn %d)", p.Weights.Bytes, p.Weights.ByKind[plan.KindFFN], file, ffn)
+	}
+	if !p.Verdict.Armed || !strings.Contains(p.Verdict.Text, "8 experts (2 used)") {
+		t.Fatalf("verdict %q", p.Verdict.Text)
+	}
+}
