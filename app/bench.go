@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -277,12 +276,7 @@ func (s *BenchService) Import(path string) (int, error) {
 	if path == "" {
 		return 0, errors.New("import: no path given; enter the path of a `llama-bench -o json` or `-o jsonl` file")
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("import %s: %w", path, err)
-	}
-	defer f.Close()
-	records, err := bench.ParseLlamaBench(f)
+	records, err := bench.ReadLlamaBenchFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("import %s: %w", path, err)
 	}

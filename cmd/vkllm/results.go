@@ -129,12 +129,7 @@ func runResultsImport(ctx context.Context, args []string) error {
 // transaction: a failure midway (a full disk, a kill) leaves none of them, so importing the
 // file again never doubles the rows that made it. It returns how many rows it added.
 func importResults(ctx context.Context, st *store.Store, path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	records, err := bench.ParseLlamaBench(f)
+	records, err := bench.ReadLlamaBenchFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("import %s: %w", path, err)
 	}
@@ -160,12 +155,7 @@ func runResultsCompare(args []string) error {
 	}
 	var records []bench.Record
 	for _, path := range fs.Args() {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("open %s: %w", path, err)
-		}
-		recs, err := bench.ParseLlamaBench(f)
-		f.Close()
+		recs, err := bench.ReadLlamaBenchFile(path)
 		if err != nil {
 			return fmt.Errorf("compare %s: %w", path, err)
 		}
