@@ -55,7 +55,33 @@ func crashChild(dir string) {
 			os.Exit(3)
 		}
 		fmt.Printf("msg %d %d\n", m.ID, len(body))
+		if i%4 == 0 { // one bench invocation's three rows and their samples, in one transaction
+			batch := fmt.Sprintf("batch-%d-%d", os.Getpid(), i)
+			runs := []BenchRun{fullBenchRun("pp512", BenchOK), fullBenchRun("tg128", BenchOK), fullBenchRun("tg128 @ d512", BenchFailed)}
+			for j := range runs {
+				runs[j].ModelFile = batch
+			}
+			if _, err := s.SaveBenchRuns(ctx, runs); err != nil {
+				fmt.Fprintln(os.Stderr, "child bench:", err)
+				os.Exit(3)
+			}
+			fmt.Printf("bench %s %d\n", batch, len(runs))
+		}
 	}
+}
+
+// killRuns is how many writers TestKilledWriterLosesNoCommittedRow kills: VKLLM_KILL_RUNS, else
+// 20 (docs/RELIABILITY.md records a run of 100).
+func killRuns(t *testing.T) int {
+	t.Helper()
+	if v := os.Getenv("VKLLM_KILL_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("VKLLM_KILL_RUNS=%q: want a positive count", v)
+		}
+		return n
+	}
+	return 20
 }
 
 func openTemp(t *testing.T, dir string) *Store {
@@ -538,13 +564,16 @@ func TestFullDatabaseErrorSaysDiskFullAndRemedy(t *testing.T) {
 // every row the child reported as committed.
 func TestKilledWriterLosesNoCommittedRow(t *testing.T) {
 	if testing.Short() {
-		t.Skip("spawns and kills 10 writer processes")
+		t.Skip("spawns and kills 20 writer processes")
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
 	committed := map[int64]int{} // message id -> content length
+	batches := map[string]int{}  // bench batch -> rows, for the batches whose commit returned
 	ctx := context.Background()
-	for iter := 0; iter < 10; iter++ {
+	kills := killRuns(t)
+	start := time.Now()
+	for iter := 0; iter < kills; iter++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
 		out, err := cmd.StdoutPipe()
@@ -591,6 +620,9 @@ func TestKilledWriterLosesNoCommittedRow(t *testing.T) {
 				committed[id] = size
 				n++
 			}
+			if len(f) == 3 && f[0] == "bench" {
+				batches[f[1]], _ = strconv.Atoi(f[2])
+			}
 		}
 		if strings.Contains(stderr.String(), "child") {
 			t.Fatalf("iteration %d: child reported an error: %s", iter, stderr.String())
@@ -606,12 +638,48 @@ func TestKilledWriterLosesNoCommittedRow(t *testing.T) {
 		if err := checkRows(s.db, committed); err != nil {
 			t.Fatalf("iteration %d (%d new commits): %v", iter, n, err)
 		}
+		if err := checkBatches(s.db, batches); err != nil {
+			t.Fatalf("iteration %d: %v", iter, err)
+		}
 		s.Close()
 	}
-	if len(committed) < 10 {
-		t.Fatalf("only %d committed rows over all iterations; the child barely ran", len(committed))
+	if len(committed) < kills || len(batches) == 0 {
+		t.Fatalf("only %d committed messages and %d bench batches over all iterations; the child barely ran", len(committed), len(batches))
 	}
-	t.Logf("%d committed rows checked after 10 kills", len(committed))
+	t.Logf("%d kills in %.1f s: %d committed messages and %d committed bench batches all present, integrity_check ok, no partial batch",
+		kills, time.Since(start).Seconds(), len(committed), len(batches))
+}
+
+// checkBatches checks that every bench batch whose commit returned has all its rows, each with
+// its samples, and that no batch is in the file in part (one killed mid-transaction).
+func checkBatches(db *sql.DB, committed map[string]int) error {
+	rows, err := db.Query(`SELECT r.model_file, count(DISTINCT r.id), count(s.run_id) FROM bench_runs r
+		LEFT JOIN bench_samples s ON s.run_id = r.id WHERE r.model_file LIKE 'batch-%' GROUP BY r.model_file`)
+	if err != nil {
+		return fmt.Errorf("count bench batches: %w", err)
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	for rows.Next() {
+		var batch string
+		var runs, samples int
+		if err := rows.Scan(&batch, &runs, &samples); err != nil {
+			return fmt.Errorf("count bench batches: %w", err)
+		}
+		seen[batch] = true
+		if runs != 3 || samples != 3*len(fullBenchRun("x", BenchOK).Samples) {
+			return fmt.Errorf("bench batch %s is in the file in part: %d of 3 runs, %d samples", batch, runs, samples)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("count bench batches: %w", err)
+	}
+	for batch := range committed {
+		if !seen[batch] {
+			return fmt.Errorf("committed bench batch %s is missing", batch)
+		}
+	}
+	return nil
 }
 
 func drain(c chan string) []string {
