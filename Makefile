@@ -19,14 +19,14 @@ LDFLAGS       := -X github.com/vkllm/vkllm/engine/bench.linkedCommit=$(COMMIT)
 APT_RUN  := gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev libvulkan-dev mesa-vulkan-drivers
 APT_TEST := $(APT_RUN) vulkan-validationlayers xvfb xauth chromium xdotool imagemagick
 
-.PHONY: glslc run test build cli frontend deps-run deps-test apt-run apt-test node wails-cli vet gotest ui-tests e2e smoke screenshot bench-gpu clean
+.PHONY: glslc run test build cli frontend deps-run deps-test apt-run apt-test node wails-cli vet gotest fuzz-short ui-tests e2e smoke screenshot bench-gpu clean
 
 ## run: install what is missing, build, and start the app with the embedded model
 run: deps-run build
 	./$(APP)
 
 ## test: install what is missing, then go vet, go test, the frontend build, the e2e and window tests
-test: deps-test vet gotest build ui-tests
+test: deps-test vet gotest fuzz-short build ui-tests
 
 deps-run: apt-run node frontend/node_modules/.package-lock.json wails-cli
 deps-test: apt-test node frontend/node_modules/.package-lock.json wails-cli
@@ -69,6 +69,17 @@ vet:
 gotest: glslc
 	$(GO) test -count=1 ./...
 	GOEXPERIMENT=cgocheck2 $(GO) test -count=1 ./engine/vulkan/... ./shaders
+
+## fuzz-short: every fuzz target for FUZZTIME (5 s) from its committed corpus (testdata/fuzz); a
+## crash it finds is written there as a new seed and fails the run (docs/RELIABILITY.md)
+FUZZTIME     ?= 5s
+FUZZ_TARGETS := engine/gguf:FuzzOpenBytes engine/model:FuzzLoadHyperparameters \
+	engine/tokenizer:FuzzTokenizerFromGGUFMetadata engine/tokenizer:FuzzEncodePiecesRebuildTheInput \
+	engine/chat/internal/jinja:FuzzRender engine/quant:FuzzDequantizeNeverPanics \
+	sidecar:FuzzRequestBodies sidecar:FuzzPlanRequestDecoding cmd/vkllm:FuzzResultsImport app:FuzzWebBindingCalls
+fuzz-short:
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s || exit 1; done
 
 GET_GLSLC := ../shared/tools/get-glslc.sh
 # get-glslc.sh ends with `glslc --version | head -3` under pipefail, which can die of SIGPIPE
