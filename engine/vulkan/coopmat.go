@@ -250,7 +250,7 @@ func (s *Seq) matMulCoopmat(suf string, w, x, y Binding, k, n, m, xStride, yStri
 	if kern == nil {
 		return
 	}
-	const bm, bn = 64, 64 // rows and tokens per workgroup
+	const bm, bn = 128, 128 // rows and tokens per workgroup (shaders/matmul_coopmat.glsl)
 	gx, gy := (n+bm-1)/bm, (m+bn-1)/bn
 	if gx > maxGroups || gy > maxGroups {
 		s.fail(fmt.Errorf("matmul: %d rows x %d tokens exceed the cooperative-matrix grid", n, m))
