@@ -23,6 +23,7 @@ layout(push_constant) uniform P {
     uint rowsPerWG;  // rows per workgroup
     uint rowsPerX;   // workgroups per grid line (gl_NumWorkGroups.x)
     uint accumulate; // 1: y += W·x
+    uint shareRows;  // 1: all subgroups of the workgroup split K of the same NR rows (rowsPerWG = NR)
 } p;
 
 #include "dequant.glsl"
@@ -119,17 +120,25 @@ float unitDot(uint rowByte, uint idx, vec4 xv[4], float sx) {
 
 const uint XV = UNIT_ELEMS / 4u;
 
+// A grid of few rows (a 4096-row product has 512 workgroups of 8 K-quant rows: too few to keep
+// an H200's memory busy) shares each workgroup's rows among its subgroups instead: they split K,
+// and shared memory adds their sums.
+shared float sgPart[16u * NR]; // per subgroup (16 at most: 128 threads, subgroups of 8 or more)
+
 void main() {
     uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
     uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX;
     uint units = p.K / UNIT_ELEMS;
     uint rowBytes = (p.K / BLOCK_ELEMS) * BLOCK_BYTES;
-    for (uint r0 = gl_SubgroupID * NR; r0 < p.rowsPerWG; r0 += gl_NumSubgroups * NR) {
+    bool share = p.shareRows != 0u;
+    uint rFirst = share ? 0u : gl_SubgroupID * NR, rStep = share ? NR : gl_NumSubgroups * NR;
+    uint uFirst = share ? gl_SubgroupID * lanes + lane : lane, uStep = share ? gl_NumSubgroups * lanes : lanes;
+    for (uint r0 = rFirst; r0 < p.rowsPerWG; r0 += rStep) {
         uint row0 = wg * p.rowsPerWG + r0;
         if (row0 >= p.N) break;
         float acc[NR];
         [[unroll]] for (uint i = 0u; i < NR; i++) acc[i] = 0.0;
-        for (uint u = lane; u < units; u += lanes) {
+        for (uint u = uFirst; u < units; u += uStep) {
             vec4 xv[XV];
             float sx = 0.0;
             [[unroll]] for (uint i = 0u; i < XV; i++) xv[i] = x4[u * XV + i];
@@ -149,6 +158,21 @@ void main() {
                 uint r = min(row0 + i, p.N - 1u); // a past-the-end row re-reads the last (never written)
                 acc[i] += dx * unitDot(r * rowBytes, u, xv, sx);
             }
+        }
+        if (share) { // uniform across the workgroup
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                float sum = subgroupAdd(acc[i]);
+                if (subgroupElect()) sgPart[gl_SubgroupID * NR + i] = sum;
+            }
+            barrier();
+            if (gl_LocalInvocationID.x < NR) {
+                uint i = gl_LocalInvocationID.x, r = row0 + i;
+                float sum = 0.0;
+                for (uint g = 0u; g < gl_NumSubgroups; g++) sum += sgPart[g * NR + i];
+                if (r < p.N) y[r] = p.accumulate != 0u ? y[r] + sum : sum;
+            }
+            barrier();
+            continue;
         }
         [[unroll]] for (uint i = 0u; i < NR; i++) {
             float sum = subgroupAdd(acc[i]);

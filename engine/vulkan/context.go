@@ -30,12 +30,13 @@ type Context struct {
 	minOffsetAlign uint64
 	timestampNs    float64 // nanoseconds per timestamp tick; 0 when the queue has no timestamps
 
-	gemm          gemmTier // prefill GEMM tier, chosen once at Open (coopmat.go)
-	gemmReason    string
-	lanes         int    // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)
-	exact         bool   // the exact tier: llama.cpp's CPU order bit for bit (fast.go)
-	exactWhy      string // why the exact tier serves, for the roster
-	matvecVariant int    // index into matvecVariants of the fast tier's decode product (0; benchmarks try others)
+	gemm             gemmTier // prefill GEMM tier, chosen once at Open (coopmat.go)
+	gemmReason       string
+	lanes            int    // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)
+	exact            bool   // the exact tier: llama.cpp's CPU order bit for bit (fast.go)
+	exactWhy         string // why the exact tier serves, for the roster
+	matvecVariant    int    // index into matvecVariants of the fast tier's decode product (0; benchmarks try others)
+	matvecShareBelow int    // grids of fewer workgroups share rows among subgroups in matvec_fast (fast.go)
 
 	pools   []*memPool
 	kernels map[string]*Kernel

@@ -30,6 +30,9 @@ func (c *Context) selectNumericTier() {
 	default:
 		c.exact, c.exactWhy = false, "fast tier: f32 decode products with shared activations, split attention, Q4_0/Q8_0 prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
 	}
+	if c.Info.SubgroupSize >= 8 { // matvec_fast's shared partials hold 16 subgroups of a 128-thread workgroup
+		c.matvecShareBelow = defaultMatvecShareBelow
+	}
 }
 
 // numericSelects is the roster's line for the numeric tier.
@@ -67,26 +70,39 @@ func (c *Context) fastMatvecRows(t quant.Type) int {
 	if sg <= 0 || sg > 128 {
 		sg = 32
 	}
-	nr := 4
-	if t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K {
-		nr = 2
-	}
-	return nr * (128 / sg)
+	return c.fastMatvecPass(t) * (128 / sg)
 }
+
+// fastMatvecPass is matvec_fast's NR for weights of type t: the rows one subgroup pass takes.
+func (c *Context) fastMatvecPass(t quant.Type) int {
+	if t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K {
+		return 2
+	}
+	return 4
+}
+
+// defaultMatvecShareBelow is the grid size under which matvec_fast shares each workgroup's NR
+// rows among its subgroups (they split K) instead of giving each subgroup its own: a 4096-row
+// K-quant product otherwise has 512 workgroups, which left the H200 at 0.34-0.48 TB/s on the
+// 8B's attention and FFN-down products against 0.9 TB/s on the 14336-row ones (1792 workgroups).
+const defaultMatvecShareBelow = 1024
 
 // matVecFast records y (+)= W·x for one token on the fast tier (shapes already checked).
 func (s *Seq) matVecFast(t quant.Type, suf string, w, x, y Binding, k, n int, accumulate bool) {
-	kern := s.kernel("matvec_fast_"+suf, 3, 20)
+	kern := s.kernel("matvec_fast_"+suf, 3, 24)
 	if kern == nil {
 		return
 	}
-	rows := s.c.fastMatvecRows(t)
+	rows, share := s.c.fastMatvecRows(t), uint32(0)
+	if (n+rows-1)/rows < s.c.matvecShareBelow {
+		rows, share = s.c.fastMatvecPass(t), 1
+	}
 	gx, gy := grid1D((n + rows - 1) / rows)
 	acc := uint32(0)
 	if accumulate {
 		acc = 1
 	}
-	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(rows), gx, acc), gx, gy, 1, w, x, y)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(rows), gx, acc, share), gx, gy, 1, w, x, y)
 }
 
 // actModeFor is how activations are rounded before a product with weights of type t on this

@@ -99,16 +99,28 @@ func TestMatMulMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	for _, k := range []int{512, 1280} { // 1280: the fast matvec's 512-element passes, the last one partial
 		for _, tier := range tiers {
 			for _, typ := range weightTypes {
-				for _, tc := range []struct{ m, lanes int }{{1, 0}, {1, 16}, {11, 0}} {
+				// ownRows: every subgroup takes its own rows in matvec_fast, as on grids of many
+				// rows (37 rows share each workgroup's rows among its subgroups otherwise).
+				for _, tc := range []struct {
+					m, lanes int
+					ownRows  bool
+				}{{1, 0, false}, {1, 0, true}, {1, 16, false}, {11, 0, false}} {
 					m := tc.m
 					name := fmt.Sprintf("k%d/%s/%v/tokens%d", k, tier.name, typ, m)
 					if tc.lanes != 0 {
 						name += fmt.Sprintf("/lanes%d", tc.lanes) // a GPU's row layout, on any device
 					}
+					if tc.ownRows {
+						name += "/own-rows"
+					}
 					t.Run(name, func(t *testing.T) {
 						withTier(t, c, tier.exact)
 						c.lanes = tc.lanes
-						defer func() { c.lanes = 0 }()
+						prevShare := c.matvecShareBelow
+						if tc.ownRows {
+							c.matvecShareBelow = 0
+						}
+						defer func() { c.lanes, c.matvecShareBelow = 0, prevShare }()
 						rng := rand.New(rand.NewSource(int64(typ)*100 + int64(m)))
 						wf := randVec(rng, k*n, 0.5)
 						wq, err := quant.Quantize(typ, wf)
