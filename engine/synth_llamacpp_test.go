@@ -19,7 +19,8 @@ import (
 // testdata/synth-llamacpp/ARCH-TYPE.jsonl hold llama.cpp's greedy ids and top-5 logits
 // (node-llama-cpp 3.22.1 on the CPU; generate.sh there makes them) for `vkllm synth -arch ARCH
 // -preset tiny -type TYPE -seed 7`, which the test writes again with the synth package. They
-// check what no shared model can: qwen3moe's routing and experts, and the i-quants and MXFP4 in
+// check what no shared model can: qwen3moe's routing and experts, qwen2moe's unnormalised
+// weights and shared expert, and the i-quants and MXFP4 in
 // a whole forward pass, against llama.cpp itself.
 const synthSeed = 7
 

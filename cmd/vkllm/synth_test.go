@@ -11,7 +11,7 @@ import (
 
 func TestSynthWritesLoadableModelsOfEachArchitecture(t *testing.T) {
 	tests := []struct{ arch, typ string }{
-		{"llama", "q8_0"}, {"qwen2", "q4_0"}, {"qwen3", "q4_k"}, {"qwen3moe", "q8_0"}, {"llama", "iq2_xxs"}, {"qwen3moe", "mxfp4"},
+		{"llama", "q8_0"}, {"qwen2", "q4_0"}, {"qwen3", "q4_k"}, {"qwen3moe", "q8_0"}, {"llama", "iq2_xxs"}, {"qwen3moe", "mxfp4"}, {"qwen2moe", "q4_k"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.arch+"-"+tc.typ, func(t *testing.T) {

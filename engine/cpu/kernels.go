@@ -30,8 +30,11 @@ func rmsNormHeads(x, weight []float32, headDim int, eps float32) {
 	}
 }
 
-// addBias adds b to every len(b)-long row of x.
+// addBias adds b to every len(b)-long row of x; an empty b (no bias) changes nothing.
 func addBias(x, b []float32) {
+	if len(b) == 0 {
+		return
+	}
 	for r := 0; r+len(b) <= len(x); r += len(b) {
 		row := x[r : r+len(b)]
 		for i, v := range b {

@@ -87,6 +87,8 @@ func New(m *model.Model, opts Options) (*Runner, error) {
 		r.forward = r.forwardQwen2
 	case "qwen3":
 		r.forward = r.forwardQwen3
+	case "qwen2moe":
+		r.forward = r.forwardQwen2MoE
 	case "qwen3moe":
 		r.forward = r.forwardQwen3MoE
 	default:

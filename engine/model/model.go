@@ -149,10 +149,12 @@ func Load(f *gguf.File) (*Model, error) {
 		m, err = loadQwen2(f)
 	case "qwen3":
 		m, err = loadQwen3(f)
+	case "qwen2moe":
+		m, err = loadQwen2MoE(f)
 	case "qwen3moe":
 		m, err = loadQwen3MoE(f)
 	default:
-		return nil, fmt.Errorf("model %s: architecture %q is not supported (supported: llama, qwen2, qwen3, qwen3moe)", f.Path, arch)
+		return nil, fmt.Errorf("model %s: architecture %q is not supported (supported: llama, qwen2, qwen3, qwen2moe, qwen3moe)", f.Path, arch)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("model %s (%s): %w", f.Path, arch, err)
@@ -380,7 +382,7 @@ func loadDenseFFN(f *gguf.File, m *Model, w *weights) error {
 	h := m.Hyper
 	key := func(k string) string { return h.Arch + "." + k }
 	if n, ok := f.Uint(key("expert_count")); ok && n > 0 {
-		return fmt.Errorf("%s = %d: mixture-of-experts layers are supported for qwen3moe only, not for %s", key("expert_count"), n, h.Arch)
+		return fmt.Errorf("%s = %d: mixture-of-experts layers are supported for qwen2moe and qwen3moe only, not for %s", key("expert_count"), n, h.Arch)
 	}
 	if h.FFN == 0 {
 		return fmt.Errorf("metadata key %s is missing or not an unsigned integer", key("feed_forward_length"))

@@ -67,19 +67,20 @@ type MoE struct {
 }
 
 // SharedExpert is an FFN every token runs beside the routed experts; its output is scaled by
-// sigmoid(Gating · x) (qwen2moe, qwen3next and the qwen35moe hybrids).
+// sigmoid(Gating · x) (qwen2moe, qwen3next and the qwen35moe hybrids; llama.cpp's qwen2moe
+// writes the sigmoid as silu(g)/g, which differs in the last bit at most).
 type SharedExpert struct {
 	Gate, Up, Down Matrix // ffn_gate_shexp, ffn_up_shexp (SharedFFN rows of Dim), ffn_down_shexp
 	Gating         Matrix // ffn_gate_inp_shexp.weight: one row of Dim
 }
 
-// readMoEParams reads the expert_* keys of arch. The defaults, for keys a file leaves out, are
-// llama.cpp's for the qwen3moe/qwen35moe family, which it hard-codes: softmax gating, the
-// selected weights renormalised to sum 1, no scale, expert FFN feed_forward_length/Used, the
-// shared expert feed_forward_length wide.
-func readMoEParams(f *gguf.File, h Hyperparameters) (MoEParams, error) {
+// readMoEParams reads the expert_* keys of arch. For keys a file leaves out the defaults are
+// llama.cpp's, which it hard-codes per architecture: softmax gating, no scale, expert FFN
+// feed_forward_length/Used, the shared expert feed_forward_length wide, and the selected weights
+// renormalised to sum 1 when normWeights (qwen3moe, qwen35moe; not qwen2moe).
+func readMoEParams(f *gguf.File, h Hyperparameters, normWeights bool) (MoEParams, error) {
 	key := func(k string) string { return h.Arch + "." + k }
-	p := MoEParams{Gating: GatingSoftmax, NormWeights: true, WeightsScale: 1}
+	p := MoEParams{Gating: GatingSoftmax, NormWeights: normWeights, WeightsScale: 1}
 	count := func(k string, dst *int, def int) error {
 		*dst = def
 		if _, present := f.Get(key(k)); !present {
@@ -153,9 +154,10 @@ func readMoEParams(f *gguf.File, h Hyperparameters) (MoEParams, error) {
 }
 
 // loadMoEFFN reads every layer's router and experts, and with shared the shared expert and its
-// gate (all four of them in every layer, or none at all).
-func loadMoEFFN(f *gguf.File, m *Model, w *weights, shared bool) error {
-	p, err := readMoEParams(f, m.Hyper)
+// gate (all four of them in every layer, or none at all). normWeights is the architecture's
+// default for expert_weights_norm.
+func loadMoEFFN(f *gguf.File, m *Model, w *weights, shared, normWeights bool) error {
+	p, err := readMoEParams(f, m.Hyper, normWeights)
 	if err != nil {
 		return err
 	}

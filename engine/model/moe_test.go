@@ -210,7 +210,48 @@ func TestDenseArchitectureWithExpertsIsRefused(t *testing.T) {
 		}
 		return false
 	}, nil)))
-	if err == nil || !strings.Contains(err.Error(), "mixture-of-experts layers are supported for qwen3moe only") {
+	if err == nil || !strings.Contains(err.Error(), "mixture-of-experts layers are supported for qwen2moe and qwen3moe only") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+func TestQwen2MoELoadsTheSharedExpertAndKeepsWeightsUnnormalised(t *testing.T) {
+	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vocab.Close()
+	shape, err := synth.Preset("qwen2moe", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "q2m.gguf")
+	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: "qwen2moe", Shape: shape, Type: quant.Q8_0, Vocab: vocab, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(open(t, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := m.Hyper.MoE; p.NormWeights || p.SharedFFN != 256 || p.Experts != 8 || p.Used != 2 {
+		t.Fatalf("routing %+v: want llama.cpp's qwen2moe (no renormalisation) and the shared width 256", p)
+	}
+	sh := m.Layers[1].MoE.Shared
+	if sh == nil || sh.Up.Rows != 256 || sh.Down.Cols != 256 || sh.Gating.Rows != 1 || sh.Gating.Cols != 256 || !m.Layers[1].QBias.Present() {
+		t.Fatalf("shared expert %+v, q bias %v", sh, m.Layers[1].QBias.Present())
+	}
+	if _, err := model.Load(open(t, edited(t, data, nil, func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
+		return ti.Name == "blk.1.ffn_gate_inp_shexp.weight"
+	}))); err == nil || !strings.Contains(err.Error(), `"blk.1.ffn_gate_inp_shexp.weight" is missing`) {
+		t.Fatalf("missing shared gate: %v", err)
+	}
+	if _, err := model.Load(open(t, edited(t, data, nil, func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
+		return strings.Contains(ti.Name, "shexp")
+	}))); err == nil || !strings.Contains(err.Error(), "shared expert") {
+		t.Fatalf("no shared expert at all: %v", err)
 	}
 }

@@ -24,7 +24,7 @@ func loadQwen3MoE(f *gguf.File) (*Model, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	if err := loadMoEFFN(f, m, w, false); err != nil {
+	if err := loadMoEFFN(f, m, w, false, true); err != nil {
 		return nil, err
 	}
 	return m, nil

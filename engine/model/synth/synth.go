@@ -22,11 +22,13 @@ import (
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
-// Shape is the architecture of a synthetic model. The expert fields apply to qwen3moe only.
+// Shape is the architecture of a synthetic model. The expert fields apply to the
+// mixture-of-experts architectures only, SharedFFN (the shared expert's width) to qwen2moe.
 type Shape struct {
 	Dim, Layers, Heads, HeadsKV, FFN, Ctx int
 	HeadDim                               int // 0: Dim/Heads
 	Experts, ExpertsUsed, ExpertFFN       int
+	SharedFFN                             int
 }
 
 // HeadSize is the per-head width of queries and keys.
@@ -38,7 +40,7 @@ func (s Shape) HeadSize() int {
 }
 
 // Architectures are the architectures Write knows, in the order the CLI lists them.
-var Architectures = []string{"llama", "qwen2", "qwen3", "qwen3moe"}
+var Architectures = []string{"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe"}
 
 // densePresets are well-known dense shapes: the parameter counts land near the names.
 var densePresets = map[string]Shape{
@@ -59,12 +61,25 @@ var moePresets = map[string]Shape{
 	"30b-a3b": {Dim: 2048, Layers: 48, Heads: 32, HeadsKV: 4, HeadDim: 128, FFN: 6144, Ctx: 40960, Experts: 128, ExpertsUsed: 8, ExpertFFN: 768},
 }
 
+// qwen2moePresets are the qwen2moe shapes: tiny is qwen3moe's tiny with a shared expert of
+// width 256 and qwen2's attention.
+var qwen2moePresets = map[string]Shape{
+	"tiny": {Dim: 256, Layers: 2, Heads: 4, HeadsKV: 2, FFN: 256, Ctx: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 128, SharedFFN: 256},
+}
+
+func presetsOf(arch string) map[string]Shape {
+	switch arch {
+	case "qwen3moe":
+		return moePresets
+	case "qwen2moe":
+		return qwen2moePresets
+	}
+	return densePresets
+}
+
 // Presets lists the preset names for arch, sorted.
 func Presets(arch string) []string {
-	p := densePresets
-	if arch == "qwen3moe" {
-		p = moePresets
-	}
+	p := presetsOf(arch)
 	var names []string
 	for n := range p {
 		names = append(names, n)
@@ -75,11 +90,7 @@ func Presets(arch string) []string {
 
 // Preset returns the named shape for arch.
 func Preset(arch, name string) (Shape, error) {
-	p := densePresets
-	if arch == "qwen3moe" {
-		p = moePresets
-	}
-	s, ok := p[strings.ToLower(name)]
+	s, ok := presetsOf(arch)[strings.ToLower(name)]
 	if !ok {
 		return Shape{}, fmt.Errorf("unknown preset %q for %s (want one of %s)", name, arch, strings.Join(Presets(arch), ", "))
 	}
@@ -201,7 +212,8 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 	if !known {
 		return nil, nil, res, fmt.Errorf("synth: unknown architecture %q (want one of %s)", arch, strings.Join(Architectures, ", "))
 	}
-	moe := arch == "qwen3moe"
+	moe := arch == "qwen3moe" || arch == "qwen2moe"
+	shared := arch == "qwen2moe"
 	switch {
 	case s.Dim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.HeadsKV <= 0 || s.Heads%s.HeadsKV != 0 || s.HeadSize() <= 0:
 		return nil, nil, res, fmt.Errorf("synth: shape %+v: dim, layers and heads must be positive, heads a multiple of KV heads", s)
@@ -210,7 +222,9 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 	case !moe && s.FFN <= 0:
 		return nil, nil, res, fmt.Errorf("synth: shape %+v: a dense model needs a positive FFN width", s)
 	case moe && (s.Experts <= 0 || s.ExpertsUsed <= 0 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
-		return nil, nil, res, fmt.Errorf("synth: shape %+v: a qwen3moe model needs experts, at most that many used, and a positive expert width", s)
+		return nil, nil, res, fmt.Errorf("synth: shape %+v: a %s model needs experts, at most that many used, and a positive expert width", s, arch)
+	case shared && s.SharedFFN <= 0:
+		return nil, nil, res, fmt.Errorf("synth: shape %+v: a qwen2moe model needs a positive shared expert width", s)
 	}
 	if o.Vocab == nil {
 		return nil, nil, res, fmt.Errorf("synth: no vocabulary source")
@@ -243,6 +257,9 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 		w.SetUint32(arch+".expert_count", uint32(s.Experts))
 		w.SetUint32(arch+".expert_used_count", uint32(s.ExpertsUsed))
 		w.SetUint32(arch+".expert_feed_forward_length", uint32(s.ExpertFFN))
+		if shared {
+			w.SetUint32(arch+".expert_shared_feed_forward_length", uint32(s.SharedFFN))
+		}
 	}
 	for _, kv := range o.Vocab.KV {
 		if strings.HasPrefix(kv.Key, "tokenizer.") {
@@ -290,13 +307,19 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 			add(b("ffn_gate_exps.weight"), typ, inv(s.Dim), 0, s.Dim, s.ExpertFFN, s.Experts)
 			add(b("ffn_up_exps.weight"), typ, inv(s.Dim), 0, s.Dim, s.ExpertFFN, s.Experts)
 			add(b("ffn_down_exps.weight"), typ, inv(s.ExpertFFN), 0, s.ExpertFFN, s.Dim, s.Experts)
+			if shared {
+				add(b("ffn_gate_inp_shexp.weight"), quant.F32, 2*inv(s.Dim), 0, s.Dim)
+				add(b("ffn_gate_shexp.weight"), typ, inv(s.Dim), 0, s.Dim, s.SharedFFN)
+				add(b("ffn_up_shexp.weight"), typ, inv(s.Dim), 0, s.Dim, s.SharedFFN)
+				add(b("ffn_down_shexp.weight"), typ, inv(s.SharedFFN), 0, s.SharedFFN, s.Dim)
+			}
 		} else {
 			add(b("ffn_gate.weight"), typ, inv(s.Dim), 0, s.Dim, s.FFN)
 			add(b("ffn_up.weight"), typ, inv(s.Dim), 0, s.Dim, s.FFN)
 			add(b("ffn_down.weight"), typ, inv(s.FFN), 0, s.FFN, s.Dim)
 		}
 		switch arch {
-		case "qwen2":
+		case "qwen2", "qwen2moe":
 			add(b("attn_q.bias"), quant.F32, 0.2, 0, s.Heads*hd)
 			add(b("attn_k.bias"), quant.F32, 0.2, 0, s.HeadsKV*hd)
 			add(b("attn_v.bias"), quant.F32, 0.2, 0, s.HeadsKV*hd)

@@ -8,7 +8,7 @@
 set -eu
 ref=$1
 shift
-models=${*:-"llama-Q8_0 qwen3-Q8_0 qwen3moe-Q8_0 qwen3moe-Q4_K qwen3moe-IQ4_XS qwen3moe-IQ2_XXS qwen3moe-MXFP4 llama-IQ4_NL llama-IQ4_XS llama-MXFP4 llama-IQ2_XXS llama-IQ2_XS llama-IQ2_S llama-IQ3_XXS llama-IQ3_S"}
+models=${*:-"llama-Q8_0 qwen3-Q8_0 qwen3moe-Q8_0 qwen3moe-Q4_K qwen3moe-IQ4_XS qwen3moe-IQ2_XXS qwen3moe-MXFP4 qwen2moe-Q8_0 qwen2moe-IQ4_XS llama-IQ4_NL llama-IQ4_XS llama-MXFP4 llama-IQ2_XXS llama-IQ2_XS llama-IQ2_S llama-IQ3_XXS llama-IQ3_S"}
 out=engine/testdata/synth-llamacpp
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
