@@ -19,7 +19,16 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_control_flow_attributes : enable
-layout(local_size_x = 256) in;
+// The tile: CM_BM rows x CM_BN tokens, CM_SGR x CM_SGT subgroups of 32 threads (defaults 128 x
+// 128 and 2 x 4, the fastest of the shapes measured on the H200; see BenchmarkPrefillGEMMTiers).
+#ifndef CM_BM
+#define CM_BM 128
+#define CM_BN 128
+#define CM_SGR 2
+#define CM_SGT 4
+#endif
+#define CM_THREADS (32 * CM_SGR * CM_SGT)
+layout(local_size_x = CM_THREADS) in;
 layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
 layout(std430, binding = 1) readonly buffer Xb { vec4 x4[]; };
 layout(std430, binding = 2) buffer Yb { float y[]; };
@@ -34,25 +43,52 @@ layout(push_constant) uniform P {
 
 #include "dequant.glsl"
 
-const uint BM = 128u;       // rows per workgroup
-const uint BN = 128u;       // tokens per workgroup
+const uint BM = CM_BM;      // rows per workgroup
+const uint BN = CM_BN;      // tokens per workgroup
+const uint NT = CM_THREADS; // threads
+const uint NSG = NT / 32u;  // subgroups
 const uint BK = 64u;        // K per step (two dequantization units)
 const uint SK4 = BK / 4u + 2u; // padded shared row stride in f16vec4 (72 halves, 144 bytes)
-const uint SG_ROWS = 64u;   // rows per subgroup
-const uint SG_TOKS = 32u;   // tokens per subgroup
-const uint FR = SG_ROWS / 16u, FT = SG_TOKS / 16u; // fragments per subgroup: 4 x 2
+const uint SG_ROWS = BM / CM_SGR; // rows per subgroup
+const uint SG_TOKS = BN / CM_SGT; // tokens per subgroup
+const uint FR = SG_ROWS / 16u, FT = SG_TOKS / 16u; // fragments per subgroup
+const uint WPT = 2u * BM / NT; // weight units (32 elements) each thread dequantizes per step
+const uint XPT = 2u * BN / NT; // 32-activation pieces each thread converts per step
 
 shared f16vec4 sa[BM * SK4]; // weights: row r at r*SK4 (row-major A)
 shared f16vec4 sb[BN * SK4]; // activations: token t at t*SK4 (column-major B)
-shared float edge[8u * 256u]; // one 16x16 fp32 fragment per subgroup, for tiles at the edges
+shared float edge[NSG * 256u]; // one 16x16 fp32 fragment per subgroup, for tiles at the edges
+
+// loadStep fetches step u0's weight units and activations into registers as fp16.
+void loadStep(uint u0, uint tid, uint r0, uint t0, uint units, inout f16vec4 wa[WPT * 8u], inout f16vec4 xa[XPT * 8u]) {
+    float v[32];
+    [[unroll]] for (uint j = 0u; j < WPT; j++) {
+        uint e = tid + NT * j;
+        uint row = r0 + e % BM, u = u0 + e / BM;
+        if (row < p.N && u < units) {
+            dq32(row * (p.K / BLOCK_ELEMS) * BLOCK_BYTES + (u / UNITS_PER_BLOCK) * BLOCK_BYTES, u % UNITS_PER_BLOCK, v);
+        } else {
+            [[unroll]] for (uint i = 0u; i < 32u; i++) v[i] = 0.0;
+        }
+        [[unroll]] for (uint i = 0u; i < 8u; i++)
+            wa[8u * j + i] = f16vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]);
+    }
+    [[unroll]] for (uint j = 0u; j < XPT; j++) {
+        uint e = tid + NT * j;
+        uint tok = t0 + e % BN, u = u0 + e / BN;
+        bool in_ = tok < p.M && u < units;
+        uint xb = tok * (p.xStride / 4u) + u * 8u;
+        [[unroll]] for (uint i = 0u; i < 8u; i++) xa[8u * j + i] = in_ ? f16vec4(x4[xb + i]) : f16vec4(0.0);
+    }
+}
 
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint sg = gl_SubgroupID;
     uint r0 = gl_WorkGroupID.x * BM;
     uint t0 = gl_WorkGroupID.y * BN;
-    uint sr = (sg & 1u) * SG_ROWS; // this subgroup's rows within the tile
-    uint st = (sg >> 1) * SG_TOKS; // and tokens
+    uint sr = (sg % CM_SGR) * SG_ROWS; // this subgroup's rows within the tile
+    uint st = (sg / CM_SGR) * SG_TOKS; // and tokens
 
     coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FR][FT];
     [[unroll]] for (uint i = 0u; i < FR; i++)
@@ -60,44 +96,21 @@ void main() {
             acc[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
 
     uint units = p.K / 32u;
-    // The weight unit this thread dequantizes each step: row rr of the tile, unit hh of the step.
-    uint rr = tid & (BM - 1u), hh = tid / BM;
-    uint row = r0 + rr;
-    uint rowBase = row * (p.K / BLOCK_ELEMS) * BLOCK_BYTES;
-    // The activations this thread converts: token tt of the tile, 32 elements at half hx.
-    uint tt = tid & (BN - 1u), hx = tid / BN;
-    bool tokIn = t0 + tt < p.M;
-    uint xBase = (t0 + tt) * (p.xStride / 4u) + hx * 8u;
-
-    f16vec4 wa[8], xa[8];
-    float v[32];
-    // Step 0's data into registers.
-    if (row < p.N && hh < units) {
-        dq32(rowBase + (hh / UNITS_PER_BLOCK) * BLOCK_BYTES, hh % UNITS_PER_BLOCK, v);
-    } else {
-        [[unroll]] for (uint i = 0u; i < 32u; i++) v[i] = 0.0;
-    }
-    [[unroll]] for (uint i = 0u; i < 8u; i++) wa[i] = f16vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]);
-    [[unroll]] for (uint i = 0u; i < 8u; i++) xa[i] = (tokIn && hx * 32u < p.K) ? f16vec4(x4[xBase + i]) : f16vec4(0.0);
-
+    f16vec4 wa[WPT * 8u], xa[XPT * 8u];
+    loadStep(0u, tid, r0, t0, units, wa, xa);
     for (uint u0 = 0u; u0 < units; u0 += BK / 32u) {
         barrier(); // the previous step's products have read sa/sb
-        [[unroll]] for (uint i = 0u; i < 8u; i++) sa[rr * SK4 + hh * 8u + i] = wa[i];
-        [[unroll]] for (uint i = 0u; i < 8u; i++) sb[tt * SK4 + hx * 8u + i] = xa[i];
+        [[unroll]] for (uint j = 0u; j < WPT; j++) {
+            uint e = tid + NT * j;
+            [[unroll]] for (uint i = 0u; i < 8u; i++) sa[(e % BM) * SK4 + (e / BM) * 8u + i] = wa[8u * j + i];
+        }
+        [[unroll]] for (uint j = 0u; j < XPT; j++) {
+            uint e = tid + NT * j;
+            [[unroll]] for (uint i = 0u; i < 8u; i++) sb[(e % BN) * SK4 + (e / BN) * 8u + i] = xa[8u * j + i];
+        }
         barrier();
         // The next step's data into registers while the subgroups multiply this one.
-        uint un = u0 + BK / 32u;
-        if (un < units) {
-            uint u = un + hh;
-            if (row < p.N && u < units) {
-                dq32(rowBase + (u / UNITS_PER_BLOCK) * BLOCK_BYTES, u % UNITS_PER_BLOCK, v);
-            } else {
-                [[unroll]] for (uint i = 0u; i < 32u; i++) v[i] = 0.0;
-            }
-            [[unroll]] for (uint i = 0u; i < 8u; i++) wa[i] = f16vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]);
-            uint kx = un * 32u + hx * 32u;
-            [[unroll]] for (uint i = 0u; i < 8u; i++) xa[i] = (tokIn && kx < p.K) ? f16vec4(x4[xBase + un * 8u + i]) : f16vec4(0.0);
-        }
+        if (u0 + BK / 32u < units) loadStep(u0 + BK / 32u, tid, r0, t0, units, wa, xa);
         [[unroll]] for (uint kh = 0u; kh < BK / 4u; kh += 4u) { // 16 elements = 4 f16vec4 per slice
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a[FR];
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b[FT];
