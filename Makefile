@@ -25,7 +25,7 @@ APT_TEST := $(APT_RUN) vulkan-validationlayers xvfb xauth chromium xdotool image
 run: deps-run build
 	./$(APP)
 
-## test: install what is missing, then go vet, go test, the frontend build, the e2e and window tests
+## test: install what is missing, then go vet, go test, a short fuzz run (fuzz-short), the frontend build, the e2e and window tests
 test: deps-test vet gotest fuzz-short build ui-tests
 
 deps-run: apt-run node frontend/node_modules/.package-lock.json wails-cli
