@@ -1,7 +1,9 @@
 // dequant.glsl: reads GGUF/GGML quantized blocks from a uint-word storage buffer `w` and
 // expands one 32-element unit of a block into floats. The including shader defines exactly
-// one of T_F32 T_F16 T_Q4_0 T_Q4_1 T_Q5_0 T_Q5_1 T_Q8_0 T_Q4_K T_Q5_K T_Q6_K and declares
-// `w` (uint words). Offsets are in bytes; every block of these types starts 2-byte aligned.
+// one of T_F32 T_F16 T_Q4_0 T_Q4_1 T_Q5_0 T_Q5_1 T_Q8_0 T_Q4_K T_Q5_K T_Q6_K, the i-quants
+// T_IQ4_NL T_IQ4_XS T_IQ2_XXS T_IQ2_XS T_IQ2_S T_IQ3_XXS T_IQ3_S T_IQ1_S T_IQ1_M, or T_MXFP4,
+// and declares `w` (uint words). Offsets are in bytes; every block of these types starts
+// 2-byte aligned except MXFP4's 17-byte blocks, which dq32 reads byte by byte.
 
 uint b8(uint off) { return (w[off >> 2] >> ((off & 3u) << 3)) & 0xffu; }
 uint u16(uint off) { return (w[off >> 2] >> ((off & 2u) << 3)) & 0xffffu; }
@@ -34,6 +36,26 @@ const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 144u;
 const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 176u;
 #elif defined(T_Q6_K)
 const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 210u;
+#elif defined(T_IQ4_NL)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 18u;
+#elif defined(T_MXFP4)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 17u;
+#elif defined(T_IQ4_XS)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 136u;
+#elif defined(T_IQ2_XXS)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 66u;
+#elif defined(T_IQ2_XS)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 74u;
+#elif defined(T_IQ2_S)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 82u;
+#elif defined(T_IQ3_XXS)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 98u;
+#elif defined(T_IQ3_S)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 110u;
+#elif defined(T_IQ1_S)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 50u;
+#elif defined(T_IQ1_M)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 56u;
 #else
 #error "define a weight type"
 #endif
@@ -52,6 +74,8 @@ void scaleMinK4(uint s, uint j, out float sc, out float m) {
     }
 }
 #endif
+
+#include "dequant_iq.glsl"
 
 // dq32 expands unit u (32 elements) of the block at byte offset base into v. Quantized bytes
 // are fetched four at a time.
@@ -156,5 +180,7 @@ void dq32(uint base, uint u, out float v[32]) {
             v[4u * i + b] = (i < 4u ? d0 : d1) * float(q);
         }
     }
+#else
+    dq32IQ(base, u, v); // dequant_iq.glsl
 #endif
 }

@@ -1,10 +1,11 @@
 // matvec_fast.glsl: the fast tier's decode product y[r] (+)= W[r]·x for one token, with x in
 // f32 as it comes (no activation rounding). A subgroup takes NR rows at a time: its lanes
 // stride over the row's units (a 32-element block of Q4_0/Q8_0, a 16-element slot of a
-// K-quant superblock), each lane loads its unit of x once (16-byte loads) and multiplies it
-// with the same unit of all NR rows, so x is read from cache once per NR rows instead of once
-// per row (f32 activations are 4 bytes an element against the weights' 0.5-1). A subgroup sum
-// ends each row: no shared memory, no barriers. Rows per workgroup come as a push constant
+// K-quant superblock, a 32-element unit of an i-quant or MXFP4), each lane loads its unit of
+// x once (16-byte loads) and multiplies it with the same unit of all NR rows, so x is read
+// from cache once per NR rows instead of once per row (f32 activations are 4 bytes an
+// element against the weights' 0.5-1). A subgroup sum ends each row: no shared memory, no
+// barriers (but the i-quants' grids, loaded into shared memory first). Rows per workgroup come as a push constant
 // and subgroups loop over them, so any subgroup size covers every row exactly once.
 // Numerics: Q4_0/Q8_0 round each 32-block of x to Q8_0 first, as llama.cpp's quantized
 // products do (the other types' callers round x with quantact); then plain f32 sums in lane
@@ -26,6 +27,7 @@ layout(push_constant) uniform P {
     uint shareRows;  // 1: all subgroups of the workgroup split K of the same NR rows (rowsPerWG = NR)
 } p;
 
+#define IQ_GRIDS_SHARED // i-quant grids in shared memory (dequant_iq.glsl); other types ignore it
 #include "dequant.glsl"
 
 #ifndef NR_ROWS
@@ -73,6 +75,20 @@ float unitDot(uint rowByte, uint u, vec4 xv[8], float sx) {
     return d * s;
 #endif
 }
+#elif defined(T_IQUANT)
+// the i-quants and MXFP4 (dequant_iq.glsl): units are 32-element units as dq32 expands them
+// (a block of IQ4_NL/MXFP4, a sub-block of the 256-element types); x of unit u is
+// x4[8u..8u+7]. Activations come rounded by quantact (Q8_0 for IQ4_NL/MXFP4, Q8_K for the
+// rest, as llama.cpp's CPU products see them); the product is f32 over the exact dequantized
+// weights.
+#define UNIT_ELEMS 32u
+float unitDot(uint rowByte, uint u, vec4 xv[8], float sx) {
+    float v[32];
+    dq32(rowByte + (u / UNITS_PER_BLOCK) * BLOCK_BYTES, u % UNITS_PER_BLOCK, v);
+    float s = 0.0;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]), xv[i]);
+    return s;
+}
 #else
 // units are 16-element slots of a 256-element superblock; x of slot s of block b is
 // x4[64b + 4s .. +3]
@@ -113,7 +129,7 @@ float unitDot(uint rowByte, uint idx, vec4 xv[4], float sx) {
     }
     return dsc * (sq - 32.0 * sx);
 #else
-#error "matvec_fast.glsl: define T_Q4_0, T_Q8_0, T_Q4_K, T_Q5_K or T_Q6_K"
+#error "matvec_fast.glsl: define T_Q4_0, T_Q8_0, T_Q4_K, T_Q5_K, T_Q6_K or an i-quant (dequant_iq.glsl)"
 #endif
 }
 #endif
@@ -126,6 +142,10 @@ const uint XV = UNIT_ELEMS / 4u;
 shared float sgPart[16u * NR]; // per subgroup (16 at most: 128 threads, subgroups of 8 or more)
 
 void main() {
+#if defined(T_IQUANT)
+    iqGridsLoad();
+    barrier();
+#endif
     uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
     uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX;
     uint units = p.K / UNIT_ELEMS;

@@ -35,6 +35,9 @@ func weightSuffix(t quant.Type) (string, bool) {
 	case quant.Q6_K:
 		return "q6_k", true
 	}
+	if suf, ok := iquantSuffix[t]; ok {
+		return suf, true
+	}
 	return "", false
 }
 

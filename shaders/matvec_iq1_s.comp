@@ -1,0 +1,4 @@
+#version 450
+#define T_IQ1_S
+#define TN_TOKENS 1u
+#include "matmul_iq.glsl"
