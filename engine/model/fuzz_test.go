@@ -2,8 +2,11 @@ package model_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,12 +14,14 @@ import (
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
+	"github.com/vkllm/vkllm/engine/model/synth"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
 // fuzzArchs are the architectures the hyperparameter fuzzer starts from: one tiny valid model each
-// (llama plain, qwen2 with biases, qwen3 with per-head norms and rope factors).
-var fuzzArchs = []string{"llama", "qwen2", "qwen3"}
+// (llama plain, qwen2 with biases, qwen3 with per-head norms and rope factors, and the mixtures
+// of experts qwen3moe and qwen2moe, the latter with a shared expert).
+var fuzzArchs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen2moe"}
 
 // hyperKeys are the {arch}.* keys model.Load reads, present in the tiny models or not, so the
 // fuzzer can add the optional ones as well as change the ones there.
@@ -24,13 +29,56 @@ var hyperKeys = []string{
 	"embedding_length", "block_count", "attention.head_count", "attention.head_count_kv",
 	"feed_forward_length", "context_length", "attention.key_length", "attention.value_length",
 	"rope.dimension_count", "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.scaling.type",
-	"rope.scaling.factor", "rope.scale_linear", "expert_count",
+	"rope.scaling.factor", "rope.scale_linear", "expert_count", "expert_used_count",
+	"expert_feed_forward_length", "expert_shared_feed_forward_length", "expert_group_count",
+	"expert_gating_func", "expert_weights_norm", "expert_weights_scale",
 }
 
 // tinySpec is a model small enough to rewrite on every fuzz execution.
 func tinySpec(arch string) modeltest.Spec {
 	return modeltest.Spec{Arch: arch, Type: quant.F32, Dim: 32, Layers: 2, Heads: 4, HeadsKV: 2, FFN: 48,
 		Vocab: 24, Context: 64, Seed: 3, RopeFactors: arch == "qwen3"}
+}
+
+// tinyModel is the GGUF of the fuzzer's starting model of arch: modeltest's for the dense
+// architectures, synth's (four experts, two used) for the mixtures of experts.
+func tinyModel(tb testing.TB, arch string) []byte {
+	tb.Helper()
+	if arch != "qwen3moe" && arch != "qwen2moe" {
+		data, err := modeltest.Bytes(tinySpec(arch))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return data
+	}
+	vw := gguf.NewWriter()
+	vw.SetString("tokenizer.ggml.model", "llama")
+	tokens := make([]string, 24)
+	for i := range tokens {
+		tokens[i] = fmt.Sprintf("t%d", i)
+	}
+	vw.SetStrings("tokenizer.ggml.tokens", tokens)
+	vdata, err := vw.Bytes()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	vocab, err := gguf.OpenBytes("vocab.gguf", vdata)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	shape := synth.Shape{Dim: 32, Layers: 2, Heads: 4, HeadsKV: 2, FFN: 48, Ctx: 64, Experts: 4, ExpertsUsed: 2, ExpertFFN: 16}
+	if arch == "qwen2moe" {
+		shape.SharedFFN = 32
+	}
+	path := filepath.Join(tb.TempDir(), arch+".gguf")
+	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: arch, Shape: shape, Type: quant.F32, Vocab: vocab, Seed: 3}); err != nil {
+		tb.Fatalf("write the tiny %s: %v", arch, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
 }
 
 // hostileValue builds a metadata value of the fuzzed type from the fuzzed number and text. Arrays
@@ -175,14 +223,15 @@ func FuzzLoadHyperparameters(f *testing.F) {
 	f.Add(uint8(2), uint8(41), uint8(12), uint64(0x7ff8000000000001), "", uint16(0), uint8(1), uint32(4095), uint32(63)) // NaN factor
 	f.Add(uint8(0), uint8(33), uint8(4), uint64(1<<24), "", uint16(0), uint8(0), uint32(0), uint32(0))                   // key_length 1<<24
 	f.Add(uint8(2), uint8(13), uint8(13), uint64(0), "", uint16(0), uint8(1), uint32(16), uint32(0))                     // a key deleted
+	f.Add(uint8(3), uint8(0), uint8(13), uint64(0), "", uint16(0), uint8(0), uint32(0), uint32(0))                       // qwen3moe as written
+	f.Add(uint8(4), uint8(0), uint8(13), uint64(0), "", uint16(0), uint8(0), uint32(0), uint32(0))                       // qwen2moe as written
+	f.Add(uint8(3), uint8(44), uint8(4), uint64(1<<20), "", uint16(0), uint8(0), uint32(0), uint32(0))                   // a key set to 1<<20
+	f.Add(uint8(4), uint8(45), uint8(4), uint64(9), "", uint16(0), uint8(0), uint32(0), uint32(0))                       // a key set to 9
 
 	bases := make([]*gguf.File, len(fuzzArchs))
 	for i, arch := range fuzzArchs {
-		data, err := modeltest.Bytes(tinySpec(arch))
-		if err != nil {
-			f.Fatal(err)
-		}
-		if bases[i], err = gguf.OpenBytes(arch+".gguf", data); err != nil {
+		var err error
+		if bases[i], err = gguf.OpenBytes(arch+".gguf", tinyModel(f, arch)); err != nil {
 			f.Fatal(err)
 		}
 		if _, err := model.Load(bases[i]); err != nil {
@@ -216,8 +265,14 @@ func FuzzLoadHyperparameters(f *testing.F) {
 func checkLoadedModel(t *testing.T, m *model.Model) {
 	t.Helper()
 	h := m.Hyper
-	for name, v := range map[string]int{"dim": h.Dim, "layers": h.Layers, "heads": h.Heads, "heads_kv": h.HeadsKV,
-		"head_dim": h.HeadDim, "value_dim": h.ValueDim, "ffn": h.FFN, "context": h.ContextLength, "vocab": h.VocabSize} {
+	counts := map[string]int{"dim": h.Dim, "layers": h.Layers, "heads": h.Heads, "heads_kv": h.HeadsKV,
+		"head_dim": h.HeadDim, "value_dim": h.ValueDim, "context": h.ContextLength, "vocab": h.VocabSize}
+	if h.MoE.Experts == 0 {
+		counts["ffn"] = h.FFN // a mixture of experts may leave feed_forward_length out
+	} else {
+		counts["expert_ffn"], counts["experts_used"] = h.MoE.FFN, h.MoE.Used
+	}
+	for name, v := range counts {
 		if v <= 0 || v > 1<<24 {
 			t.Fatalf("loaded with %s = %d", name, v)
 		}
@@ -230,8 +285,17 @@ func checkLoadedModel(t *testing.T, m *model.Model) {
 		t.Fatalf("%d layers for block_count %d", len(m.Layers), h.Layers)
 	}
 	matrices := []model.Matrix{m.TokenEmbd, m.Output}
-	for _, l := range m.Layers {
-		matrices = append(matrices, l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down)
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		matrices = append(matrices, l.Matrices()...)
+		if mo := l.MoE; mo != nil {
+			p := h.MoE
+			if p.Used < 1 || p.Used > p.Experts || mo.Gate.Count != p.Experts || mo.Up.Count != p.Experts ||
+				mo.Down.Count != p.Experts || mo.Router.Rows != p.Experts || !(p.WeightsScale > 0) {
+				t.Fatalf("layer %d: %d experts, %d used, tensors of %d/%d/%d experts, router %d rows, scale %g",
+					i, p.Experts, p.Used, mo.Gate.Count, mo.Up.Count, mo.Down.Count, mo.Router.Rows, p.WeightsScale)
+			}
+		}
 	}
 	for _, mx := range matrices {
 		if mx.Rows <= 0 || mx.Cols <= 0 || len(mx.Data) != mx.Rows*mx.RowBytes {

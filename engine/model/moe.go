@@ -145,8 +145,8 @@ func readMoEParams(f *gguf.File, h Hyperparameters, normWeights bool) (MoEParams
 		p.NormWeights = b
 	}
 	if v, ok := f.Float(key("expert_weights_scale")); ok && v != 0 {
-		if !(v > 0) || v > 1e6 {
-			return p, fmt.Errorf("%s = %g is out of range (0, 1e6]", key("expert_weights_scale"), v)
+		if !(v > 0) || v > 1e6 || float32(v) == 0 { // a value that rounds to 0 in float32 zeroes every expert
+			return p, fmt.Errorf("%s = %g is out of range (0, 1e6] for a float32", key("expert_weights_scale"), v)
 		}
 		p.WeightsScale = float32(v)
 	}
