@@ -1,14 +1,18 @@
 package vulkan
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
+	"github.com/vkllm/vkllm/shaders"
 )
 
 // iqModelTypes are assigned to the random llama model's matrices in turn (token embedding,
@@ -184,4 +188,49 @@ func topTwo(v []float32) (int, int) {
 		}
 	}
 	return best, second
+}
+
+// Every weight type the kernels read is in the list a refusal quotes, each kernel family has
+// a shader for it, and a type without kernels (Q3_K) is refused before any upload with the
+// tensor, its type and the supported list.
+func TestCheckModelNamesTheTensorTypeAndTheSupportedTypes(t *testing.T) {
+	for _, typ := range iquantTypes {
+		suf, ok := weightSuffix(typ)
+		if !ok || !SupportsWeight(typ) {
+			t.Fatalf("%v: no Vulkan kernels", typ)
+		}
+		if !strings.Contains(SupportedWeightNames(), typ.String()) {
+			t.Errorf("%v missing from the supported list %q", typ, SupportedWeightNames())
+		}
+		for _, family := range []string{"embed_", "matvec_", "matvec_fast_", "matmul_", "matmul_coopmat_"} {
+			if _, err := shaders.SPIRV(family + suf); err != nil {
+				t.Errorf("%v: %v", typ, err)
+			}
+		}
+	}
+	if SupportsWeight(quant.Q3_K) {
+		t.Skip("Q3_K has kernels now: pick another unsupported type for the refusal")
+	}
+	data, err := modeltest.Bytes(modeltest.Small("llama", quant.Q3_K, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.OpenBytes("q3k.gguf", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckModel(m)
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("CheckModel of a Q3_K model: %v, want ErrUnsupported", err)
+	}
+	for _, want := range []string{`"token_embd.weight"`, "Q3_K", "IQ2_XXS", "MXFP4"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not name %s", err, want)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package vulkan
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/vkllm/vkllm/engine/quant"
 )
@@ -39,6 +40,20 @@ func weightSuffix(t quant.Type) (string, bool) {
 		return suf, true
 	}
 	return "", false
+}
+
+// supportedWeightOrder lists the weight types the kernels read, for messages.
+var supportedWeightOrder = []quant.Type{quant.F32, quant.F16, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0,
+	quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL, quant.IQ4_XS, quant.MXFP4, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S,
+	quant.IQ3_XXS, quant.IQ3_S, quant.IQ1_S, quant.IQ1_M}
+
+// SupportedWeightNames names the weight types the kernels read, comma-separated.
+func SupportedWeightNames() string {
+	names := make([]string, len(supportedWeightOrder))
+	for i, t := range supportedWeightOrder {
+		names[i] = t.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // SupportsWeight reports whether the kernels read weights of type t.

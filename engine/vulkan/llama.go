@@ -175,7 +175,7 @@ func CheckModel(m *model.Model) error {
 	}
 	for _, w := range mats {
 		if !SupportsWeight(w.Type) {
-			return fmt.Errorf("tensor %q of type %v: %w", w.Name, w.Type, ErrUnsupported)
+			return fmt.Errorf("tensor %q of type %v: %w (the Vulkan kernels read %s: requantize it to one of those, or run on the CPU)", w.Name, w.Type, ErrUnsupported, SupportedWeightNames())
 		}
 		if w.Cols%blockElems(w.Type) != 0 {
 			return fmt.Errorf("tensor %q: rows of %d elements are not whole %d-element units: %w", w.Name, w.Cols, blockElems(w.Type), ErrUnsupported)
