@@ -44,6 +44,9 @@ func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 		{128, 8, 2, 1000, 1, 1100}, // decode over many chunks and splits, 4 heads per group
 		{64, 8, 2, 130, 5, 512},    // prefill rows across a chunk boundary
 		{128, 4, 1, 0, 19, 64},     // prefill from position 0, a 4-head group, a short context
+		{128, 32, 8, 300, 40, 512}, // an 8B model's head layout, prefill over several splits
+		{64, 16, 2, 0, 33, 64},     // 8 heads a group
+		{128, 4, 4, 5, 17, 64},     // one head a group
 	} {
 		name := fmt.Sprintf("hd%d/heads%d-%d/pos%d/rows%d", tc.headDim, tc.nHead, tc.nKV, tc.pos0, tc.m)
 		t.Run(name, func(t *testing.T) {
@@ -56,6 +59,9 @@ func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 			for i := 0; i < n*row; i += 2 {
 				kc[i/2] = packF16Pair(kf[i], kf[i+1])
 				vc[i/2] = packF16Pair(vf[i], vf[i+1])
+			}
+			for i := n * row / 2; i < len(kc); i++ { // positions past the last query: NaN, never read
+				kc[i], vc[i] = 0x7e007e00, 0x7e007e00
 			}
 			q := randVec(rng, tc.m*tc.nHead*tc.headDim, 1)
 			kb, vb := uploadU32(t, c, kc), uploadU32(t, c, vc)
