@@ -100,7 +100,8 @@ func TestIQuantEmbedEqualsDequantizeBitForBit(t *testing.T) {
 // the shared-memory prefill GEMM (matmul_<t>) against a float64 reference on engine/quant's
 // dequantized weights: the dequantization is exact, so the only difference allowed is f32
 // summation order, |gpu − ref| <= 1e-5·Σ|w·x| + 1e-6. k = 1280 leaves the fast matvec's last
-// pass partial; 37 rows leave the last workgroup partial; Y starts at 1 to check accumulate.
+// pass partial; k = 96 starts MXFP4's odd rows at odd bytes; 37 rows leave the last workgroup
+// partial; Y starts at 1 to check accumulate.
 func TestIQuantMatMulWithinBoundOfDequantizedReference(t *testing.T) {
 	c := ctxOrSkip(t)
 	prev := c.gemm
@@ -109,7 +110,10 @@ func TestIQuantMatMulWithinBoundOfDequantizedReference(t *testing.T) {
 	const n = 37
 	for _, tier := range tiers {
 		for _, typ := range iquantTypes {
-			for _, tc := range []struct{ k, m int }{{512, 1}, {1280, 1}, {512, 11}} {
+			for _, tc := range []struct{ k, m int }{{512, 1}, {1280, 1}, {512, 11}, {96, 1}, {96, 11}} {
+				if tc.k%typ.BlockSize() != 0 {
+					continue // k = 96: rows of three 32-element blocks (odd byte offsets for MXFP4's 17-byte blocks)
+				}
 				t.Run(fmt.Sprintf("%s/%v/k%d/tokens%d", tier.name, typ, tc.k, tc.m), func(t *testing.T) {
 					withTier(t, c, tier.exact)
 					k, m := tc.k, tc.m
