@@ -116,7 +116,8 @@ func iqMixedModel(t *testing.T, seed int64) *model.Model {
 // logits by more, and the fast tier's other kernels (split attention, one-pass RMSNorm) flip
 // more of them. Bound: |gpu − cpu| <= 0.08·max(1, max|cpu logit|) for every logit (measured
 // on lavapipe: exact tier 2e-7, 0.014 at the one decode step with a flip; fast tier 0.03),
-// and the same greedy token wherever the CPU's top-2 gap exceeds twice that bound.
+// and the same greedy token wherever the CPU's top-2 gap exceeds twice that bound. Decode
+// takes every type's matvec_fast kernel on the fast tier and none on the exact tier.
 func TestResidentMixedIQuantModelFollowsCPUReference(t *testing.T) {
 	c := ctxOrSkip(t)
 	m := iqMixedModel(t, 5)
@@ -125,7 +126,25 @@ func TestResidentMixedIQuantModelFollowsCPUReference(t *testing.T) {
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {
 			withTier(t, c, tier.exact)
+			var fastKernels []string
+			for _, typ := range iqModelTypes {
+				suf, _ := weightSuffix(typ)
+				fastKernels = append(fastKernels, "matvec_fast_"+suf)
+			}
+			for _, k := range fastKernels { // forget the pipelines earlier tests made
+				if kern, ok := c.kernels[k]; ok {
+					kern.destroy(c.dev)
+					delete(c.kernels, k)
+				}
+			}
 			r, cr := residentAndCPU(t, c, m, 32)
+			defer func() { // decode took each type's fast product on the fast tier only
+				for _, k := range fastKernels {
+					if _, made := c.kernels[k]; made != !tier.exact {
+						t.Errorf("%s tier: kernel %s made %v", tier.name, k, made)
+					}
+				}
+			}()
 			check := func(what string, got, want []float32) int {
 				t.Helper()
 				if len(got) != len(want) {
