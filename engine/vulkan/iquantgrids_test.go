@@ -110,6 +110,9 @@ var gridProbes = []gridProbe{
 	}},
 }
 
+// loadChunks is the number of invocations that store a shared grid (see iqGridsGLSL).
+const loadChunks = 4
+
 // iqGridsGLSL renders shaders/iq_grids.glsl.
 func iqGridsGLSL() ([]byte, error) {
 	var out bytes.Buffer
@@ -168,15 +171,23 @@ func iqGridsGLSL() ([]byte, error) {
 		// or a constant array. Lavapipe turns a dynamically indexed constant array into a
 		// search over its entries at every access and took minutes to compile the 1024-word
 		// grid; one invocation storing the words at constant indices compiles in seconds.
-		fmt.Fprintf(&out, "#if defined(IQ_GRIDS_SHARED)\nshared uint %s[%d];\nvoid iqGridsLoad() {\n    if (gl_LocalInvocationIndex != 0u) return;\n", g.name, len(words))
-		for i, w := range words {
-			if i%4 == 0 {
-				out.WriteString("   ")
+		// The stores come in loadChunks chunks, chunk c stored by invocation 32c modulo the
+		// workgroup size: one invocation per 32-wide subgroup, so GPUs store the chunks in
+		// parallel while every store keeps a constant index.
+		fmt.Fprintf(&out, "#if defined(IQ_GRIDS_SHARED)\nshared uint %s[%d];\nvoid iqGridsLoad() {\n    uint t = gl_LocalInvocationIndex;\n", g.name, len(words))
+		per := (len(words) + loadChunks - 1) / loadChunks
+		for ch := 0; ch < loadChunks; ch++ {
+			fmt.Fprintf(&out, "    if (t == %du %% gl_WorkGroupSize.x) {\n", 32*ch)
+			for i := ch * per; i < min(len(words), (ch+1)*per); i++ {
+				if (i-ch*per)%4 == 0 {
+					out.WriteString("       ")
+				}
+				fmt.Fprintf(&out, " %s[%d] = 0x%08xu;", g.name, i, words[i])
+				if (i-ch*per)%4 == 3 || i+1 == min(len(words), (ch+1)*per) {
+					out.WriteString("\n")
+				}
 			}
-			fmt.Fprintf(&out, " %s[%d] = 0x%08xu;", g.name, i, w)
-			if i%4 == 3 || i+1 == len(words) {
-				out.WriteString("\n")
-			}
+			out.WriteString("    }\n")
 		}
 		fmt.Fprintf(&out, "}\n#else\nconst uint %s[%d] = uint[%d](", g.name, len(words), len(words))
 		for i, w := range words {
