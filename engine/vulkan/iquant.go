@@ -18,10 +18,13 @@ import "github.com/vkllm/vkllm/engine/quant"
 // product to |gpu − ref| <= 1e-5·Σ|w·x| + 1e-6 of a float64 reference on the same rounded
 // activations, and the fp16 tiles of the cooperative-matrix tier to its own bound.
 //
-// The codebooks are constant arrays in the shaders. A GPU serves them from its constant
-// cache, which serializes lanes that read different entries; moving them to shared memory
-// would need an initialization step in the kernels' main functions (matmul.glsl,
-// matmul_coopmat.glsl), left for when the i-quant kernels are tuned on a GPU.
+// The codebooks (up to 4 KiB, IQ1_S's) sit in shared memory in the embedding and product
+// kernels, stored by four invocations at constant indices before the first dq32 (embed_iq.glsl,
+// matmul_iq.glsl, matvec_fast.glsl): lavapipe turns a dynamically indexed constant array into
+// a search over its entries at every access and took minutes to compile the larger grids
+// that way. The cooperative-matrix GEMM (matmul_coopmat.glsl, which has no load step) reads
+// them as constant arrays; it runs only on GPUs with that extension, whose compilers index
+// constant data directly.
 var iquantSuffix = map[quant.Type]string{
 	quant.IQ4_NL:  "iq4_nl",
 	quant.IQ4_XS:  "iq4_xs",
