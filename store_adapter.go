@@ -38,6 +38,14 @@ func (a storeAdapter) SetContextPolicy(ctx context.Context, id int64, policy str
 	return a.st.SetContextPolicy(ctx, id, policy)
 }
 
+func (a storeAdapter) SetConversationSettings(ctx context.Context, id int64, settings string) error {
+	return a.st.SetConversationSettings(ctx, id, settings)
+}
+
+func (a storeAdapter) DeleteMessages(ctx context.Context, conversationID, fromID int64, andLater bool) (int64, error) {
+	return a.st.DeleteMessages(ctx, conversationID, fromID, andLater)
+}
+
 func (a storeAdapter) AddMessage(ctx context.Context, m app.Message) (app.Message, error) {
 	saved, err := a.st.AddMessage(ctx, store.Message(m))
 	return app.Message(saved), err

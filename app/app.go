@@ -91,6 +91,9 @@ type Conversation struct {
 	// ContextPolicy is what the chat does once its history outgrows the context (a
 	// ContextPolicy; "" reads as the default, the rolling window).
 	ContextPolicy string `json:"contextPolicy"`
+	// Settings are the conversation's own generation settings as JSON ("" = the defaults);
+	// ChatService.ConversationSettings gives them to the UI parsed.
+	Settings string `json:"-"`
 }
 
 // Message states.
@@ -113,6 +116,9 @@ type Message struct {
 	TTFTMs         int64   `json:"ttftMs"`
 	Settings       string  `json:"settings"` // JSON of the sampling settings used
 	CreatedAtMs    int64   `json:"createdAtMs"`
+	// StopReason says why a reply ended: "eos" (the model's end of text), "length" (max tokens
+	// or the context), "stop" (a stop string), "cancelled" (Stop); "" = unknown or a user message.
+	StopReason string `json:"stopReason"`
 }
 
 // ChatStore keeps conversations and messages; *store.Store satisfies it through main.go's adapter.
@@ -122,6 +128,9 @@ type ChatStore interface {
 	DeleteConversation(ctx context.Context, id int64) error
 	Conversation(ctx context.Context, id int64) (Conversation, error)
 	SetContextPolicy(ctx context.Context, id int64, policy string) error
+	SetConversationSettings(ctx context.Context, id int64, settings string) error
+	// DeleteMessages removes message fromID of a conversation and, with andLater, every later one.
+	DeleteMessages(ctx context.Context, conversationID, fromID int64, andLater bool) (int64, error)
 	AddMessage(ctx context.Context, m Message) (Message, error)
 	UpdateMessage(ctx context.Context, m Message) error
 	Messages(ctx context.Context, conversationID int64) ([]Message, error)

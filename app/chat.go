@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/vkllm/vkllm/engine"
-	"github.com/vkllm/vkllm/engine/sample"
 )
 
 // saveInterval is how often the text of a streaming reply is written to the store, so a reply cut
@@ -42,17 +41,6 @@ type ChatDelta struct {
 	MessageID      int64  `json:"messageId"`
 	Text           string `json:"text"`
 	AtMs           int64  `json:"atMs"`
-}
-
-// ChatSettings are the generation settings of a reply; they are saved with it as JSON.
-type ChatSettings struct {
-	MaxTokens int           `json:"maxTokens"`
-	Sampling  sample.Params `json:"sampling"`
-}
-
-// DefaultChatSettings suit a small story model: mild temperature, nucleus sampling, a bounded reply.
-func DefaultChatSettings() ChatSettings {
-	return ChatSettings{MaxTokens: 256, Sampling: sample.Params{Temperature: 0.7, TopP: 0.9, MinP: 0.05}}
 }
 
 // ChatService lists, creates and deletes conversations and streams replies into them.
@@ -88,9 +76,10 @@ func (s *ChatService) ListConversations() ([]Conversation, error) {
 	return convs, nil
 }
 
-// CreateConversation starts an empty conversation with the given title ("" = "New chat").
+// CreateConversation starts an empty conversation titled with the first words of title ("" =
+// "New chat").
 func (s *ChatService) CreateConversation(title string) (Conversation, error) {
-	title = strings.TrimSpace(title)
+	title = titleFrom(title)
 	if title == "" {
 		title = "New chat"
 	}
@@ -157,25 +146,149 @@ func (s *ChatService) Stop(conversationID int64) bool {
 }
 
 // Send saves the user's message, streams the reply as chat:delta events and saves it with its
-// speed and time to first token. conversationID 0 starts a new conversation titled after the
-// text. It returns the saved assistant message once the generation ends; a reply cut off by Stop
-// or by the engine dying is saved as "interrupted" with its partial text and returned without an
-// error, so the UI shows what there is.
+// speed, time to first token and stop reason. conversationID 0 starts a new conversation titled
+// after the text. It returns the saved assistant message once the generation ends; a reply cut
+// off by Stop or by the engine dying is saved as "interrupted" with its partial text and returned
+// without an error, so the UI shows what there is.
 func (s *ChatService) Send(conversationID int64, text string) (Message, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return Message{}, errors.New("send message: the message is empty; type something first")
 	}
-	ctx := s.ctx
 	var created *Conversation
 	if conversationID == 0 {
-		c, err := s.CreateConversation(titleFrom(text))
+		c, err := s.CreateConversation(text)
 		if err != nil {
 			return Message{}, err
 		}
 		conversationID, created = c.ID, &c
 	}
+	return s.turn(conversationID, func(ctx context.Context, history []Message) (turnPlan, error) {
+		user, err := s.store.AddMessage(ctx, Message{ConversationID: conversationID, Role: "user", Content: text, State: StateComplete, CreatedAtMs: nowMs()})
+		if err != nil {
+			return turnPlan{}, fmt.Errorf("save user message in conversation %d: %w", conversationID, err)
+		}
+		return turnPlan{created: created, user: &user, history: append(history, user)}, nil
+	})
+}
 
+// Regenerate replaces a reply with a new one: the reply and every message after it are removed,
+// and the model answers the messages before it again.
+func (s *ChatService) Regenerate(conversationID, messageID int64) (Message, error) {
+	return s.turn(conversationID, func(ctx context.Context, history []Message) (turnPlan, error) {
+		i, err := findMessage(history, conversationID, messageID, "assistant", "regenerate")
+		if err != nil {
+			return turnPlan{}, err
+		}
+		if err := s.deleteFrom(ctx, conversationID, messageID, true); err != nil {
+			return turnPlan{}, err
+		}
+		return turnPlan{history: history[:i]}, nil
+	})
+}
+
+// Edit replaces one of the user's messages with text and answers it anew: the message and every
+// message after it are removed, the edited one is saved in its place and the model replies.
+func (s *ChatService) Edit(conversationID, messageID int64, text string) (Message, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return Message{}, errors.New("edit message: the new text is empty; type something, or delete the message instead")
+	}
+	return s.turn(conversationID, func(ctx context.Context, history []Message) (turnPlan, error) {
+		i, err := findMessage(history, conversationID, messageID, "user", "edit")
+		if err != nil {
+			return turnPlan{}, err
+		}
+		if err := s.deleteFrom(ctx, conversationID, messageID, true); err != nil {
+			return turnPlan{}, err
+		}
+		user, err := s.store.AddMessage(ctx, Message{ConversationID: conversationID, Role: "user", Content: text, State: StateComplete, CreatedAtMs: nowMs()})
+		if err != nil {
+			return turnPlan{}, fmt.Errorf("save the edited message in conversation %d: %w", conversationID, err)
+		}
+		return turnPlan{user: &user, history: append(history[:i:i], user)}, nil
+	})
+}
+
+// Continue lets the model go on with the conversation's last reply (one cut off by max tokens or
+// by Stop): the new text is appended to it, and it is saved with the new stop reason.
+func (s *ChatService) Continue(conversationID, messageID int64) (Message, error) {
+	return s.turn(conversationID, func(_ context.Context, history []Message) (turnPlan, error) {
+		i, err := findMessage(history, conversationID, messageID, "assistant", "continue")
+		if err != nil {
+			return turnPlan{}, err
+		}
+		if i != len(history)-1 {
+			return turnPlan{}, fmt.Errorf("continue message %d: only the conversation's last reply can be continued; regenerate this one instead", messageID)
+		}
+		if history[i].Content == "" {
+			return turnPlan{}, fmt.Errorf("continue message %d: the reply has no text to go on from; regenerate it instead", messageID)
+		}
+		return turnPlan{history: history, continued: &history[i]}, nil
+	})
+}
+
+// DeleteMessage removes one message from a conversation (the turns around it stay).
+func (s *ChatService) DeleteMessage(conversationID, messageID int64) error {
+	s.mu.Lock()
+	_, busy := s.inFlight[conversationID]
+	s.mu.Unlock()
+	if busy {
+		return fmt.Errorf("delete message %d: conversation %d is still generating; stop it or wait for the reply", messageID, conversationID)
+	}
+	return s.deleteFrom(s.ctx, conversationID, messageID, false)
+}
+
+// deleteFrom removes a message (and with andLater every one after it) and forgets where the
+// conversation's rolling window started, since the ids it kept may be gone.
+func (s *ChatService) deleteFrom(ctx context.Context, conversationID, messageID int64, andLater bool) error {
+	if _, err := s.store.DeleteMessages(ctx, conversationID, messageID, andLater); err != nil {
+		return fmt.Errorf("delete message %d of conversation %d: %w", messageID, conversationID, err)
+	}
+	s.mu.Lock()
+	delete(s.windows, conversationID)
+	s.mu.Unlock()
+	return nil
+}
+
+// findMessage is the index of message id in history, checking it has the role an action needs.
+func findMessage(history []Message, conversationID, id int64, role, action string) (int, error) {
+	for i, m := range history {
+		if m.ID != id {
+			continue
+		}
+		if m.Role != role {
+			return 0, fmt.Errorf("%s message %d: it is a %s message; only a %s message can be %s", action, id, m.Role, role, pastTense(action))
+		}
+		return i, nil
+	}
+	return 0, fmt.Errorf("%s message %d: conversation %d has no such message (it may have been deleted); reload the conversation", action, id, conversationID)
+}
+
+func pastTense(action string) string {
+	switch action {
+	case "edit":
+		return "edited"
+	case "continue":
+		return "continued"
+	}
+	return action + "d"
+}
+
+// turnPlan is what one reply starts from: the history up to it (the new user message included),
+// and either a new assistant message or the reply being continued.
+type turnPlan struct {
+	created   *Conversation // a conversation Send made for this message
+	user      *Message      // the user message this turn saved, if any
+	history   []Message     // the stored messages the reply answers, in order
+	continued *Message      // the reply being continued (the last of history), or nil
+}
+
+// turn runs one reply in a conversation: prepare saves what the turn changes (a user message,
+// removed messages) once the conversation is known to be idle, then the reply is streamed and
+// saved.
+func (s *ChatService) turn(conversationID int64, prepare func(ctx context.Context, history []Message) (turnPlan, error)) (Message, error) {
+	ctx := s.ctx
 	genCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.Lock()
@@ -184,33 +297,49 @@ func (s *ChatService) Send(conversationID int64, text string) (Message, error) {
 		return Message{}, fmt.Errorf("send message: conversation %d is still generating; stop it or wait for the reply", conversationID)
 	}
 	s.inFlight[conversationID] = cancel
-	settings := s.settings
 	s.mu.Unlock()
 	defer func() { s.mu.Lock(); delete(s.inFlight, conversationID); s.mu.Unlock() }()
 
+	settings := s.settingsFor(ctx, conversationID)
 	history, err := s.store.Messages(ctx, conversationID)
 	if err != nil {
 		return Message{}, fmt.Errorf("load conversation %d: %w", conversationID, err)
 	}
+	plan, err := prepare(ctx, history)
+	if err != nil {
+		return Message{}, err
+	}
 	model := s.modelName()
 	settingsJSON, _ := json.Marshal(settings)
-	user, err := s.store.AddMessage(ctx, Message{ConversationID: conversationID, Role: "user", Content: text, State: StateComplete, CreatedAtMs: nowMs()})
-	if err != nil {
-		return Message{}, fmt.Errorf("save user message in conversation %d: %w", conversationID, err)
+	var asst Message
+	prompt := plan.history
+	if plan.continued != nil {
+		asst = *plan.continued
+		asst.State, asst.StopReason, asst.Settings = StateStreaming, "", string(settingsJSON)
+		if err := s.store.UpdateMessage(ctx, asst); err != nil {
+			return Message{}, fmt.Errorf("mark reply %d streaming in conversation %d: %w", asst.ID, conversationID, err)
+		}
+	} else {
+		asst, err = s.store.AddMessage(ctx, Message{ConversationID: conversationID, Role: "assistant", State: StateStreaming, Model: model, Settings: string(settingsJSON), CreatedAtMs: nowMs()})
+		if err != nil {
+			return Message{}, fmt.Errorf("save assistant message in conversation %d: %w", conversationID, err)
+		}
 	}
-	asst, err := s.store.AddMessage(ctx, Message{ConversationID: conversationID, Role: "assistant", State: StateStreaming, Model: model, Settings: string(settingsJSON), CreatedAtMs: nowMs()})
-	if err != nil {
-		return Message{}, fmt.Errorf("save assistant message in conversation %d: %w", conversationID, err)
-	}
-	s.emit.Emit(EventChat, ChatEvent{Kind: "started", ConversationID: conversationID, Conversation: created, User: &user, Assistant: asst, AtMs: nowMs()})
+	s.emit.Emit(EventChat, ChatEvent{Kind: "started", ConversationID: conversationID, Conversation: plan.created, User: plan.user, Assistant: asst, AtMs: nowMs()})
 
 	// The policy fits the history into the context before the engine sees it, so a long
 	// conversation never reaches the engine's own refusal and keeps working on later messages.
-	fit, fitErr := s.fitPrompt(ctx, conversationID, promptHistory(history, user), settings.MaxTokens)
+	fit, fitErr := s.fitPrompt(ctx, conversationID, promptHistory(settings.SystemPrompt, prompt), settings.MaxTokens)
 	if fitErr != nil {
-		return s.finish(ctx, conversationID, asst, fitErr, false, nil)
+		if plan.continued != nil {
+			asst.State = StateComplete // the text it had stays; the refusal is the call's error
+			s.saveReply(ctx, conversationID, asst, nil)
+			return asst, fitErr
+		}
+		return s.finish(ctx, conversationID, asst, ChatResult{}, fitErr, false, nil)
 	}
 	req := ChatRequest{Messages: fit.msgs, MaxTokens: settings.MaxTokens, Sampling: settings.Sampling}
+	before := asst.Content
 	batch := newDeltaBatcher(s.emit, conversationID, asst.ID, deltaInterval)
 	start := time.Now()
 	var firstAt time.Duration
@@ -225,7 +354,7 @@ func (s *ChatService) Send(conversationID int64, text string) (Message, error) {
 		if time.Since(lastSave) >= saveInterval {
 			lastSave = time.Now()
 			partial := asst
-			partial.Content = batch.text()
+			partial.Content = before + batch.text()
 			if err := s.store.UpdateMessage(ctx, partial); err != nil {
 				slog.Warn("save streaming reply", "conversation", conversationID, "message", asst.ID, "err", err)
 			}
@@ -235,30 +364,36 @@ func (s *ChatService) Send(conversationID int64, text string) (Message, error) {
 	batch.close()
 	elapsed := time.Since(start)
 
-	asst.Content = res.Text
-	if asst.Content == "" {
-		asst.Content = batch.text()
+	text := res.Text
+	if text == "" {
+		text = batch.text()
 	}
+	asst.Content = before + text
+	asst.Model = model
 	asst.TTFTMs, asst.TokensPerSec = speed(res.Timings, firstAt, elapsed, pieces)
 	use := &ContextUse{Used: fit.count.Tokens + res.Timings.GeneratedTokens, Context: fit.count.Context, PromptTokens: fit.count.Tokens, Dropped: fit.dropped, Policy: string(fit.policy)}
 	if res.Timings.GeneratedTokens == 0 && pieces > 0 {
 		use.Used += pieces // an engine without timings: a piece is about a token
 	}
-	return s.finish(ctx, conversationID, asst, genErr, genCtx.Err() != nil, use)
+	return s.finish(ctx, conversationID, asst, res, genErr, genCtx.Err() != nil, use)
 }
 
-// finish saves the reply's final state and announces it. A generation that failed saves the
-// error's sentence as the reply's text and returns the error; one cut off by Stop or by the
-// engine dying is interrupted and returns none.
-func (s *ChatService) finish(ctx context.Context, conversationID int64, asst Message, genErr error, stopped bool, use *ContextUse) (Message, error) {
+// finish saves the reply's final state and stop reason and announces it. A generation that
+// failed saves the error's sentence as the reply's text and returns the error; one cut off by
+// Stop or by the engine dying is interrupted and returns none.
+func (s *ChatService) finish(ctx context.Context, conversationID int64, asst Message, res ChatResult, genErr error, stopped bool, use *ContextUse) (Message, error) {
 	var fitErr *contextError
+	asst.StopReason = ""
 	switch {
 	case genErr == nil:
-		asst.State = StateComplete
+		asst.State, asst.StopReason = StateComplete, string(res.Stop)
 	case errors.As(genErr, &fitErr):
 		asst.State, asst.Content = StateError, fitErr.Error()
 	case errors.Is(genErr, ErrEngineDied) || stopped:
 		asst.State = StateInterrupted
+		if stopped && !errors.Is(genErr, ErrEngineDied) {
+			asst.StopReason = string(engine.StopCancelled)
+		}
 		slog.Warn("reply interrupted", "conversation", conversationID, "message", asst.ID, "chars", len(asst.Content), "err", genErr)
 	default:
 		asst.State = StateError
@@ -266,13 +401,9 @@ func (s *ChatService) finish(ctx context.Context, conversationID int64, asst Mes
 			asst.Content = genErr.Error()
 		}
 	}
-	// The reply is saved even when the app is shutting down: use a context that outlives ctx.
-	saveCtx, saveCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer saveCancel()
-	if err := s.store.UpdateMessage(saveCtx, asst); err != nil {
-		return asst, fmt.Errorf("save reply in conversation %d: %w", conversationID, err)
+	if err := s.saveReply(ctx, conversationID, asst, use); err != nil {
+		return asst, err
 	}
-	s.emit.Emit(EventChat, ChatEvent{Kind: "finished", ConversationID: conversationID, Assistant: asst, Context: use, AtMs: nowMs()})
 	if fitErr != nil {
 		return asst, fitErr
 	}
@@ -280,6 +411,18 @@ func (s *ChatService) finish(ctx context.Context, conversationID int64, asst Mes
 		return asst, fmt.Errorf("generate reply: %w", genErr)
 	}
 	return asst, nil
+}
+
+// saveReply writes a reply in its final state and emits the finished event.
+func (s *ChatService) saveReply(ctx context.Context, conversationID int64, asst Message, use *ContextUse) error {
+	// The reply is saved even when the app is shutting down: use a context that outlives ctx.
+	saveCtx, saveCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer saveCancel()
+	if err := s.store.UpdateMessage(saveCtx, asst); err != nil {
+		return fmt.Errorf("save reply in conversation %d: %w", conversationID, err)
+	}
+	s.emit.Emit(EventChat, ChatEvent{Kind: "finished", ConversationID: conversationID, Assistant: asst, Context: use, AtMs: nowMs()})
+	return nil
 }
 
 func (s *ChatService) modelName() string {
@@ -290,17 +433,20 @@ func (s *ChatService) modelName() string {
 	return info.Name
 }
 
-// promptHistory is the history the engine may see: finished turns with text, then the new
-// message.
-func promptHistory(history []Message, user Message) []Message {
+// promptHistory is the history the engine may see: the system prompt when there is one, then
+// the turns with text (the last one may be a reply being continued).
+func promptHistory(systemPrompt string, history []Message) []Message {
 	out := make([]Message, 0, len(history)+1)
+	if systemPrompt != "" {
+		out = append(out, Message{Role: "system", Content: systemPrompt, State: StateComplete})
+	}
 	for _, m := range history {
 		if m.Content == "" || m.State == StateError || m.State == StateStreaming {
 			continue
 		}
 		out = append(out, m)
 	}
-	return append(out, user)
+	return out
 }
 
 // contextError is a message the conversation's context policy refused (the stop policy, or a

@@ -64,7 +64,7 @@ func TestContextPoliciesKeepALongConversationWorking(t *testing.T) {
 				if i == 9 {
 					// the negative control: the whole history would not fit the context any more
 					msgs, _ := st.Messages(context.Background(), conv)
-					full := promptHistory(msgs, Message{Role: "user", Content: turnText(i)})
+					full := promptHistory("", append(msgs, Message{Role: "user", Content: turnText(i)}))
 					var em []engine.Message
 					for _, m := range full {
 						em = append(em, engine.Message{Role: m.Role, Content: m.Content})

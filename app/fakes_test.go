@@ -180,6 +180,34 @@ func (s *memStore) SetContextPolicy(_ context.Context, id int64, policy string) 
 	return nil
 }
 
+func (s *memStore) SetConversationSettings(_ context.Context, id int64, settings string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok {
+		return fmt.Errorf("conversation %d not found", id)
+	}
+	c.Settings = settings
+	s.convs[id] = c
+	return nil
+}
+
+func (s *memStore) DeleteMessages(_ context.Context, conv, fromID int64, andLater bool) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.msgs[fromID]; !ok || m.ConversationID != conv {
+		return 0, fmt.Errorf("no message with id %d in conversation %d", fromID, conv)
+	}
+	var n int64
+	for id, m := range s.msgs {
+		if m.ConversationID == conv && (id == fromID || (andLater && id > fromID)) {
+			delete(s.msgs, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (s *memStore) AddMessage(_ context.Context, m Message) (Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

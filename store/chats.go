@@ -25,6 +25,9 @@ type Conversation struct {
 	// ContextPolicy is what the chat does once its history outgrows the context: "rolling"
 	// (the default), "truncate-middle" or "stop"; the app checks the value.
 	ContextPolicy string `json:"context_policy"`
+	// Settings are the conversation's generation settings as JSON ("" = the app's defaults);
+	// the app reads and checks them.
+	Settings string `json:"settings"`
 }
 
 // Message is one turn of a conversation. An assistant reply is saved as "streaming" when it
@@ -41,6 +44,9 @@ type Message struct {
 	TTFTMs         int64   `json:"ttft_ms"`
 	Settings       string  `json:"settings"` // JSON of the sampling settings used
 	CreatedAtMs    int64   `json:"created_at_ms"`
+	// StopReason says why a reply ended ("eos", "length", "stop", "cancelled"; "" = unknown or
+	// a user message).
+	StopReason string `json:"stop_reason"`
 }
 
 func checkMessage(m Message) error {
@@ -79,11 +85,20 @@ func (s *Store) SetContextPolicy(ctx context.Context, id int64, policy string) e
 	})
 }
 
+// SetConversationSettings stores a conversation's generation settings (JSON; "" = the app's
+// defaults).
+func (s *Store) SetConversationSettings(ctx context.Context, id int64, settings string) error {
+	return s.tx(ctx, fmt.Sprintf("set the generation settings of conversation %d", id), func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE conversations SET settings = ? WHERE id = ?", settings, id)
+		return mustTouch(res, err, "conversation", id)
+	})
+}
+
 // Conversation returns one conversation.
 func (s *Store) Conversation(ctx context.Context, id int64) (Conversation, error) {
 	var c Conversation
-	err := s.db.QueryRowContext(ctx, "SELECT id, title, model, created_at_ms, updated_at_ms, context_policy FROM conversations WHERE id = ?", id).
-		Scan(&c.ID, &c.Title, &c.Model, &c.CreatedAtMs, &c.UpdatedAtMs, &c.ContextPolicy)
+	err := s.db.QueryRowContext(ctx, "SELECT id, title, model, created_at_ms, updated_at_ms, context_policy, settings FROM conversations WHERE id = ?", id).
+		Scan(&c.ID, &c.Title, &c.Model, &c.CreatedAtMs, &c.UpdatedAtMs, &c.ContextPolicy, &c.Settings)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, fmt.Errorf("conversation %d not found", id)
 	}
@@ -103,7 +118,7 @@ func (s *Store) RenameConversation(ctx context.Context, id int64, title string) 
 
 // ListConversations lists conversations, most recently updated first.
 func (s *Store) ListConversations(ctx context.Context) ([]Conversation, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT id, title, model, created_at_ms, updated_at_ms, context_policy FROM conversations ORDER BY updated_at_ms DESC, id DESC")
+	rows, err := s.db.QueryContext(ctx, "SELECT id, title, model, created_at_ms, updated_at_ms, context_policy, settings FROM conversations ORDER BY updated_at_ms DESC, id DESC")
 	if err != nil {
 		return nil, s.fail("list conversations", err)
 	}
@@ -111,7 +126,7 @@ func (s *Store) ListConversations(ctx context.Context) ([]Conversation, error) {
 	out := []Conversation{}
 	for rows.Next() {
 		var c Conversation
-		if err := rows.Scan(&c.ID, &c.Title, &c.Model, &c.CreatedAtMs, &c.UpdatedAtMs, &c.ContextPolicy); err != nil {
+		if err := rows.Scan(&c.ID, &c.Title, &c.Model, &c.CreatedAtMs, &c.UpdatedAtMs, &c.ContextPolicy, &c.Settings); err != nil {
 			return nil, s.fail("list conversations", err)
 		}
 		out = append(out, c)
@@ -135,9 +150,9 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 		if err := mustTouch(res, err, "conversation", m.ConversationID); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `INSERT INTO messages(conversation_id, role, content, state, model, tokens_per_sec, ttft_ms, settings, created_at_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			m.ConversationID, m.Role, m.Content, m.State, m.Model, m.TokensPerSec, m.TTFTMs, m.Settings, m.CreatedAtMs).Scan(&m.ID)
+		return tx.QueryRowContext(ctx, `INSERT INTO messages(conversation_id, role, content, state, model, tokens_per_sec, ttft_ms, settings, created_at_ms, stop_reason)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			m.ConversationID, m.Role, m.Content, m.State, m.Model, m.TokensPerSec, m.TTFTMs, m.Settings, m.CreatedAtMs, m.StopReason).Scan(&m.ID)
 	})
 	if err != nil {
 		return Message{}, err
@@ -145,7 +160,7 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	return m, nil
 }
 
-// UpdateMessage rewrites a message's content, state, model, speed, TTFT and settings (a streaming
+// UpdateMessage rewrites a message's content, state, model, speed, TTFT, settings and stop reason (a streaming
 // reply as it grows and when it ends).
 func (s *Store) UpdateMessage(ctx context.Context, m Message) error {
 	if err := checkMessage(m); err != nil {
@@ -153,8 +168,8 @@ func (s *Store) UpdateMessage(ctx context.Context, m Message) error {
 	}
 	return s.tx(ctx, fmt.Sprintf("update message %d", m.ID), func(tx *sql.Tx) error {
 		var conv int64
-		err := tx.QueryRowContext(ctx, `UPDATE messages SET role = ?, content = ?, state = ?, model = ?, tokens_per_sec = ?, ttft_ms = ?, settings = ?
-			WHERE id = ? RETURNING conversation_id`, m.Role, m.Content, m.State, m.Model, m.TokensPerSec, m.TTFTMs, m.Settings, m.ID).Scan(&conv)
+		err := tx.QueryRowContext(ctx, `UPDATE messages SET role = ?, content = ?, state = ?, model = ?, tokens_per_sec = ?, ttft_ms = ?, settings = ?, stop_reason = ?
+			WHERE id = ? RETURNING conversation_id`, m.Role, m.Content, m.State, m.Model, m.TokensPerSec, m.TTFTMs, m.Settings, m.StopReason, m.ID).Scan(&conv)
 		if err == sql.ErrNoRows {
 			return fmt.Errorf("no message with id %d", m.ID)
 		}
@@ -168,7 +183,7 @@ func (s *Store) UpdateMessage(ctx context.Context, m Message) error {
 
 // Messages returns a conversation's messages in order.
 func (s *Store) Messages(ctx context.Context, convID int64) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, conversation_id, role, content, state, model, tokens_per_sec, ttft_ms, settings, created_at_ms
+	rows, err := s.db.QueryContext(ctx, `SELECT id, conversation_id, role, content, state, model, tokens_per_sec, ttft_ms, settings, created_at_ms, stop_reason
 		FROM messages WHERE conversation_id = ? ORDER BY id`, convID)
 	if err != nil {
 		return nil, s.fail(fmt.Sprintf("list messages of conversation %d", convID), err)
@@ -177,7 +192,7 @@ func (s *Store) Messages(ctx context.Context, convID int64) ([]Message, error) {
 	out := []Message{}
 	for rows.Next() {
 		var m Message
-		if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.State, &m.Model, &m.TokensPerSec, &m.TTFTMs, &m.Settings, &m.CreatedAtMs); err != nil {
+		if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.State, &m.Model, &m.TokensPerSec, &m.TTFTMs, &m.Settings, &m.CreatedAtMs, &m.StopReason); err != nil {
 			return nil, s.fail(fmt.Sprintf("list messages of conversation %d", convID), err)
 		}
 		out = append(out, m)
@@ -186,6 +201,36 @@ func (s *Store) Messages(ctx context.Context, convID int64) ([]Message, error) {
 		return nil, s.fail(fmt.Sprintf("list messages of conversation %d", convID), err)
 	}
 	return out, nil
+}
+
+// DeleteMessages removes messages of a conversation: the one with id fromID and, when andLater,
+// every message after it too (a regenerate or an edit drops the turns that followed). It returns
+// how many it removed; a fromID not in the conversation is an error.
+func (s *Store) DeleteMessages(ctx context.Context, convID, fromID int64, andLater bool) (int64, error) {
+	var n int64
+	err := s.tx(ctx, fmt.Sprintf("delete message %d of conversation %d", fromID, convID), func(tx *sql.Tx) error {
+		q := "DELETE FROM messages WHERE conversation_id = ? AND id = ?"
+		if andLater {
+			q = "DELETE FROM messages WHERE conversation_id = ? AND id >= ?"
+		}
+		var found int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM messages WHERE conversation_id = ? AND id = ?", convID, fromID).Scan(&found); err != nil {
+			return err
+		}
+		if found == 0 {
+			return fmt.Errorf("no message with id %d in conversation %d", fromID, convID)
+		}
+		res, err := tx.ExecContext(ctx, q, convID, fromID)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_at_ms = ? WHERE id = ?", nowMs(), convID)
+		return err
+	})
+	return n, err
 }
 
 // DeleteConversation removes a conversation and its messages.

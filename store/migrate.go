@@ -137,6 +137,12 @@ ALTER TABLE bench_runs ADD COLUMN load_ns INTEGER NOT NULL DEFAULT 0;
 	`
 ALTER TABLE conversations ADD COLUMN context_policy TEXT NOT NULL DEFAULT 'rolling';
 `,
+	// 4: each conversation's generation settings (JSON; '' = the app's defaults) and why each
+	// reply ended ('' for replies from before, and for user messages).
+	`
+ALTER TABLE conversations ADD COLUMN settings TEXT NOT NULL DEFAULT '';
+ALTER TABLE messages ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

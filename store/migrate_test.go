@@ -109,3 +109,43 @@ func TestMigrationToContextPolicyKeepsConversationsOnTheRollingDefault(t *testin
 		t.Fatal("setting the policy of a missing conversation succeeded")
 	}
 }
+
+func TestMigrationToSettingsKeepsConversationsOnTheDefaultsAndRepliesWithoutAStopReason(t *testing.T) {
+	dir := t.TempDir()
+	writeSchemaV1(t, dir)
+	dsn := "file:" + (&url.URL{Path: filepath.Join(dir, FileName)}).EscapedPath() + "?_journal_mode=WAL"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO conversations(id, title, model, created_at_ms, updated_at_ms) VALUES (4, 'old chat', 'm', 1, 2)`,
+		`INSERT INTO messages(conversation_id, role, content, state, created_at_ms) VALUES (4, 'assistant', 'hi', 'complete', 1)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("schema 1 setup: %v", err)
+		}
+	}
+	db.Close()
+	s := openTemp(t, dir)
+	ctx := context.Background()
+	c, err := s.Conversation(ctx, 4)
+	if err != nil || c.Settings != "" {
+		t.Fatalf("the earlier conversation after the migration: %+v, %v; want no settings of its own", c, err)
+	}
+	msgs, err := s.Messages(ctx, 4)
+	if err != nil || len(msgs) != 1 || msgs[0].StopReason != "" || msgs[0].Content != "hi" {
+		t.Fatalf("the earlier reply after the migration: %+v, %v; want its text and no stop reason", msgs, err)
+	}
+	const settings = `{"maxTokens":8}`
+	if err := s.SetConversationSettings(ctx, 4, settings); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListConversations(ctx)
+	if err != nil || len(list) != 1 || list[0].Settings != settings {
+		t.Fatalf("list after setting the settings: %+v, %v; want %s", list, err, settings)
+	}
+	if err := s.SetConversationSettings(ctx, 99, settings); err == nil {
+		t.Fatal("setting the settings of a missing conversation succeeded")
+	}
+}

@@ -783,3 +783,78 @@ func TestBenchRunsOfOneInvocationAreSavedWholeOrNotAtAll(t *testing.T) {
 		})
 	}
 }
+
+func TestStopReasonIsSavedAndDeleteMessagesDropsOneOrTheTail(t *testing.T) {
+	s := openTemp(t, t.TempDir())
+	ctx := context.Background()
+	c, err := s.CreateConversation(ctx, "chat", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i, role := range []string{"user", "assistant", "user", "assistant", "user", "assistant"} {
+		m, err := s.AddMessage(ctx, Message{ConversationID: c.ID, Role: role, Content: fmt.Sprint("m", i), State: StateComplete})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	cut := Message{ID: ids[5], ConversationID: c.ID, Role: "assistant", Content: "m5 cut", State: StateComplete, StopReason: "length"}
+	if err := s.UpdateMessage(ctx, cut); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		from     int64
+		andLater bool
+		removed  int64
+		left     []string
+	}{
+		{"one message", ids[1], false, 1, []string{"m0", "m2", "m3", "m4", "m5 cut"}},
+		{"a message and every later one", ids[3], true, 3, []string{"m0", "m2"}},
+	}
+	for _, tc := range tests {
+		n, err := s.DeleteMessages(ctx, c.ID, tc.from, tc.andLater)
+		if err != nil || n != tc.removed {
+			t.Fatalf("%s: removed %d, %v; want %d", tc.name, n, err, tc.removed)
+		}
+		msgs, err := s.Messages(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range msgs {
+			got = append(got, m.Content)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.left) {
+			t.Fatalf("%s: left %v, want %v", tc.name, got, tc.left)
+		}
+	}
+	if _, err := s.DeleteMessages(ctx, c.ID, ids[1], false); err == nil {
+		t.Fatal("deleting a message that is gone succeeded")
+	}
+	other, err := s.CreateConversation(ctx, "other", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteMessages(ctx, other.ID, ids[0], true); err == nil {
+		t.Fatal("deleting a message through another conversation succeeded")
+	}
+}
+
+func TestStopReasonRoundTrips(t *testing.T) {
+	s := openTemp(t, t.TempDir())
+	ctx := context.Background()
+	c, err := s.CreateConversation(ctx, "chat", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.AddMessage(ctx, Message{ConversationID: c.ID, Role: "assistant", Content: "x", State: StateComplete, StopReason: "length"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Messages(ctx, c.ID)
+	if err != nil || len(msgs) != 1 || msgs[0].StopReason != "length" || msgs[0].ID != m.ID {
+		t.Fatalf("messages: %+v, %v; want the reply with stop reason length", msgs, err)
+	}
+}
