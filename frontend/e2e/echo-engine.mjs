@@ -5,6 +5,9 @@
 // line on stdout, bearer-token auth, /vkllm/health, /vkllm/model, /vkllm/tokenize, /vkllm/devices,
 // /vkllm/plan and a streamed /v1/chat/completions whose reply is the last user message echoed back
 // piece by piece. So a test chooses the model's output by typing it, hostile markup included.
+// A character is a token: max_tokens cuts the echo there (finish_reason "length"). When the
+// last message is a reply (a Continue), it goes on echoing from where that reply ends. The user
+// message "echo-system" is answered with the system prompt it received ("(no system prompt)").
 import { createServer } from "node:http";
 import { readFileSync } from "node:fs";
 
@@ -37,8 +40,15 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function chat(req, res) {
   const body = await readJSON(req);
-  const user = [...(body.messages ?? [])].reverse().find((m) => m.role === "user");
-  const text = user?.content ?? "";
+  const msgs = body.messages ?? [];
+  const user = [...msgs].reverse().find((m) => m.role === "user");
+  let text = user?.content ?? "";
+  if (text === "echo-system") text = msgs.find((m) => m.role === "system")?.content ?? "(no system prompt)";
+  const last = msgs.at(-1);
+  if (last?.role === "assistant" && text.startsWith(last.content)) text = text.slice(last.content.length);
+  const max = body.max_tokens > 0 ? body.max_tokens : Infinity;
+  const cut = text.length > max;
+  if (cut) text = text.slice(0, max);
   res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" });
   const chunk = (extra) => `data: ${JSON.stringify({ id: "echo", object: "chat.completion.chunk", model: model.name, ...extra })}\n\n`;
   // Pieces of 16 characters 30 ms apart, so the UI renders half-written replies (an open fence,
@@ -52,9 +62,9 @@ async function chat(req, res) {
   const n = Math.ceil(text.length / step);
   res.write(
     chunk({
-      choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
+      choices: [{ index: 0, delta: {}, finish_reason: cut ? "length" : "stop" }],
       timings: { prompt_n: n, prompt_ms: 1, prompt_per_second: 1000, predicted_n: n, predicted_ms: 30 * n, predicted_per_second: 33, ttft_ms: 1 },
-      vkllm_stop_reason: "eos",
+      vkllm_stop_reason: cut ? "length" : "eos",
     }),
   );
   res.end("data: [DONE]\n\n");

@@ -98,7 +98,7 @@ export function renderMarkdownHTML(src: string): string {
 
 // copyText puts text on the clipboard: the async API where the page may use it, else a hidden
 // textarea and execCommand (WebKitGTK without a secure context).
-async function copyText(text: string): Promise<void> {
+export async function copyText(text: string): Promise<void> {
   try {
     await navigator.clipboard.writeText(text);
     return;

@@ -34,6 +34,28 @@ export interface Message {
   ttftMs: number;
   settings: string;
   createdAtMs: number;
+  stopReason: StopReason;
+}
+
+// Why a reply ended (app.Message.StopReason): "" = unknown, or a user message.
+export type StopReason = "" | "eos" | "length" | "stop" | "cancelled";
+
+// The sampler's parameters (engine/sample.Params).
+export interface Sampling {
+  temperature: number; // 0 = greedy
+  top_k: number; // 0 = off
+  top_p: number; // 0 or 1 = off
+  min_p: number; // 0 = off
+  repeat_penalty: number; // 0 or 1 = off
+  repeat_last_n: number; // 0 = 64
+  seed: number; // 0 = drawn from the clock
+}
+
+// A conversation's generation settings (app.ChatSettings).
+export interface ChatSettings {
+  systemPrompt: string;
+  maxTokens: number;
+  sampling: Sampling;
 }
 
 export interface ChatEvent {

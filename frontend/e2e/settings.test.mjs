@@ -1,0 +1,147 @@
+// End-to-end: a conversation's generation settings. With the echo engine (VKLLM_SIDECAR; a
+// character is a token) max tokens cuts the reply, which then says "stopped: max tokens" and
+// continues on Continue; the system prompt reaches the engine; the settings survive a reload.
+// With the embedded model and the real sidecar, the same seed gives the same sampled reply.
+//
+//   VKLLM_APP=../build/bin/vkllm-app node --test e2e/settings.test.mjs
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { appBin, openBrowser, startApp, stopApp } from "./browser-app.mjs";
+
+const echoEngine = new URL("./echo-engine.mjs", import.meta.url).pathname;
+const dirs = [];
+const tempDir = (prefix) => {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+};
+let echo; // the app on the echo engine
+let real; // the app on its own sidecar and the embedded model
+let browser;
+let page;
+
+before(async () => {
+  assert.ok(existsSync(appBin), `app binary ${appBin} is missing: run make build first`);
+  echo = await startApp(tempDir("vkllm-set-data-"), { VKLLM_SIDECAR: echoEngine });
+  browser = await openBrowser(tempDir("vkllm-set-chromium-"));
+  page = browser.page;
+  page.setDefaultTimeout(30_000);
+  await page.goto(echo.url);
+  await page.locator("#model-name", { hasText: "echo.gguf" }).waitFor();
+});
+
+after(async () => {
+  await browser?.context.close();
+  await stopApp(echo);
+  await stopApp(real);
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+// setField types a value into a settings field and leaves it, which saves it.
+async function setField(id, value) {
+  const field = page.locator(id);
+  await field.fill(String(value));
+  await field.press("Tab");
+}
+
+async function openSettings() {
+  if (!(await page.locator("#chat-settings").isVisible())) await page.locator("#settings-toggle").click();
+  await page.locator("#set-max-tokens").waitFor();
+}
+
+// lastReply waits until the conversation's last reply is no longer streaming and returns it.
+async function lastReply() {
+  await page.waitForFunction(() => {
+    const all = document.querySelectorAll(".msg.assistant");
+    const m = all[all.length - 1];
+    return m && m.getAttribute("data-state") !== "streaming" && !document.querySelector("#send").disabled;
+  });
+  return page.locator(".msg.assistant").last();
+}
+
+async function send(text) {
+  const before = await page.locator(".msg.assistant").count();
+  await page.locator("#composer-input").fill(text);
+  await page.locator("#composer-input").press("Enter");
+  await page.waitForFunction((n) => document.querySelectorAll(".msg.assistant").length > n, before);
+  return lastReply();
+}
+
+const alphabet = "abcdefghijklmnopqrstuvwxyz";
+
+test("max tokens cuts a new chat's reply, which says so and continues on Continue", async () => {
+  await page.locator("#new-chat").click();
+  await openSettings();
+  await setField("#set-max-tokens", 10);
+  await page.locator("#settings-status", { hasText: "Kept for this new chat" }).waitFor();
+  let reply = await send(alphabet);
+  assert.equal((await reply.locator(".bubble").innerText()).trim(), alphabet.slice(0, 10), "the reply was not cut at 10 tokens");
+  assert.equal(await reply.getAttribute("data-stop"), "length");
+  assert.equal((await reply.locator(".stop-reason").innerText()).trim(), "stopped: max tokens");
+  // Continue twice: 10 more characters, then the rest, which ends on its own.
+  await reply.locator(".act-continue").click();
+  await page.waitForFunction((t) => document.querySelector(".msg.assistant:last-of-type .bubble")?.textContent?.trim() === t, alphabet.slice(0, 20));
+  reply = await lastReply();
+  assert.equal(await reply.getAttribute("data-stop"), "length");
+  await reply.locator(".act-continue").click();
+  await page.waitForFunction((t) => document.querySelector(".msg.assistant:last-of-type .bubble")?.textContent?.trim() === t, alphabet);
+  reply = await lastReply();
+  assert.equal(await reply.getAttribute("data-stop"), "eos");
+  assert.equal(await reply.locator(".stop-reason").count(), 0, "a reply that ended on its own still says it was cut");
+  assert.equal(await reply.locator(".act-continue").count(), 0, "a finished reply offers Continue");
+  assert.equal(await page.locator(".msg.assistant").count(), 1, "Continue added a message instead of extending the reply");
+});
+
+test("the system prompt reaches the engine, only in its own conversation", async () => {
+  await openSettings();
+  await setField("#set-max-tokens", 100);
+  await setField("#set-system", "You are a pirate named Zed.");
+  await page.locator("#settings-status", { hasText: "Saved" }).waitFor();
+  const reply = await send("echo-system");
+  assert.equal((await reply.locator(".bubble").innerText()).trim(), "You are a pirate named Zed.");
+  await page.locator("#new-chat").click();
+  const other = await send("echo-system");
+  assert.equal((await other.locator(".bubble").innerText()).trim(), "(no system prompt)");
+});
+
+test("a conversation's settings are still there after a reload", async () => {
+  await page.reload();
+  await page.locator(".conv-title", { hasText: alphabet.slice(0, 20) }).click();
+  await openSettings();
+  assert.equal(await page.locator("#set-max-tokens").inputValue(), "100");
+  assert.equal(await page.locator("#set-system").inputValue(), "You are a pirate named Zed.");
+  // A value out of range is refused, naming the setting, and nothing is saved.
+  await setField("#set-top-p", 3);
+  await page.locator("#settings-status.error", { hasText: "top_p" }).waitFor();
+  await page.reload();
+  await page.locator(".conv-title", { hasText: alphabet.slice(0, 20) }).click();
+  await openSettings();
+  assert.notEqual(await page.locator("#set-top-p").inputValue(), "3");
+});
+
+// On the embedded model at temperature 1: seed 42 twice gives one reply; another seed another.
+test("the same seed gives the same sampled reply on the embedded model", async () => {
+  real = await startApp(tempDir("vkllm-seed-data-"));
+  await page.goto(real.url);
+  await page.locator("#model-name").waitFor();
+  const replies = [];
+  for (const seed of [42, 42, 7]) {
+    await page.locator("#new-chat").click();
+    await openSettings();
+    await setField("#set-temperature", 1);
+    await setField("#set-top-p", 1);
+    await setField("#set-min-p", 0);
+    await setField("#set-seed", seed);
+    await setField("#set-max-tokens", 40);
+    const reply = await send("Once upon a time");
+    assert.equal(await reply.getAttribute("data-state"), "complete");
+    replies.push((await reply.locator(".bubble").innerText()).trim());
+  }
+  console.log(`# seed 42: ${JSON.stringify(replies[0])}\n# seed 7: ${JSON.stringify(replies[2])}`);
+  assert.ok(replies[0].length > 0, "the reply is empty");
+  assert.equal(replies[1], replies[0], "seed 42 gave two different replies");
+  assert.notEqual(replies[2], replies[0], "seeds 42 and 7 gave the same reply: the seed does not reach the sampler");
+});
