@@ -164,8 +164,21 @@ func (c *Context) attentionSplits(m, groups, ctxLen int) int {
 	n = min(n, maxAttentionSplits, max(1, ctxLen/64))
 	if m > 1 {
 		n = min(n, 16)
+		if c.gemm == gemmCoopmat {
+			// attention_prefill_cm: a workgroup takes 4 query tiles (up to 64 tokens), far
+			// fewer workgroups than tokens: split every context of 256 positions or more.
+			n = min(16, max(1, ctxLen/256))
+		}
 	}
 	return max(1, n)
+}
+
+// usesPrefillCoopmatAttention reports whether split attention over m query tokens runs as
+// attention_prefill_cm (16-row query tiles on cooperative matrices) rather than one workgroup
+// per token: prefill on the cooperative-matrix tier, head sizes that are whole 16-wide
+// fragments up to 128, and head groups that tile 16 rows.
+func (c *Context) usesPrefillCoopmatAttention(m, headDim, hp int) bool {
+	return m > 1 && c.gemm == gemmCoopmat && headDim%16 == 0 && headDim <= 128 && 16%hp == 0
 }
 
 // attentionPartialFloats is the f32 count of the partials buffer for up to rows query tokens.
@@ -203,8 +216,19 @@ func (s *Seq) AttentionSplit(q, k, v, o, pos, part Binding, headDim, nHead, nKV,
 		s.fail(fmt.Errorf("split attention: %d tokens x %d head groups exceed the grid", m, groups))
 		return
 	}
-	s.Dispatch(ks, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
-		uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos)
+	if s.c.usesPrefillCoopmatAttention(m, headDim, hp) {
+		kc := s.kernel("attention_prefill_cm", 5, 32)
+		if kc == nil {
+			return
+		}
+		tq := 16 / hp              // tokens per 16-row query tile
+		tiles := (m + tq - 1) / tq // four per workgroup
+		s.Dispatch(kc, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
+			uint32(groups), uint32((tiles+3)/4), uint32(splits), q, k, v, part, pos)
+	} else {
+		s.Dispatch(ks, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
+			uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos)
+	}
 	s.Barrier()
 	s.Dispatch(km, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(oStride), uint32(splits)),
 		uint32(nHead), uint32(m), 1, part, o)

@@ -44,9 +44,11 @@ func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 		{128, 8, 2, 1000, 1, 1100}, // decode over many chunks and splits, 4 heads per group
 		{64, 8, 2, 130, 5, 512},    // prefill rows across a chunk boundary
 		{128, 4, 1, 0, 19, 64},     // prefill from position 0, a 4-head group, a short context
-		{128, 32, 8, 300, 40, 512}, // an 8B model's head layout, prefill over several splits
-		{64, 16, 2, 0, 33, 64},     // 8 heads a group
-		{128, 4, 4, 5, 17, 64},     // one head a group
+		// On cooperative-matrix devices prefill takes attention_prefill_cm's 16-row tiles:
+		{128, 32, 8, 300, 40, 512},   // an 8B model's layout: 4 tokens x 4 heads a tile, 10 tiles
+		{64, 16, 2, 0, 33, 64},       // 2 tokens x 8 heads a tile, the last tile half empty
+		{128, 4, 4, 5, 17, 64},       // 16 tokens x 1 head a tile: a 1-token tile
+		{128, 32, 8, 700, 150, 1024}, // 38 tiles: several workgroups and 4 splits
 	} {
 		name := fmt.Sprintf("hd%d/heads%d-%d/pos%d/rows%d", tc.headDim, tc.nHead, tc.nKV, tc.pos0, tc.m)
 		t.Run(name, func(t *testing.T) {
@@ -83,7 +85,12 @@ func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 				}
 				worst = math.Max(worst, e)
 			}
-			t.Logf("max rel err %.2g (splits %d)", worst, c.attentionSplits(tc.m, tc.nHead/attentionHeadsPerGroup(tc.nHead, tc.nKV, tc.headDim), tc.ctx))
+			hp := attentionHeadsPerGroup(tc.nHead, tc.nKV, tc.headDim)
+			kernel := "attention_split"
+			if c.usesPrefillCoopmatAttention(tc.m, tc.headDim, hp) {
+				kernel = "attention_prefill_cm"
+			}
+			t.Logf("%s: max rel err %.2g (splits %d)", kernel, worst, c.attentionSplits(tc.m, tc.nHead/hp, tc.ctx))
 		})
 	}
 }
@@ -178,5 +185,27 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPrefillCoopmatAttentionTakesPrefillTilesOnCoopmatDevices(t *testing.T) {
+	cm, shared := &Context{gemm: gemmCoopmat}, &Context{gemm: gemmShared}
+	for _, tc := range []struct {
+		name           string
+		c              *Context
+		m, headDim, hp int
+		want           bool
+	}{
+		{"prefill, head 128, 4 heads a group", cm, 512, 128, 4, true},
+		{"prefill, head 64, 8 heads a group", cm, 7, 64, 8, true},
+		{"decode keeps the split kernel", cm, 1, 128, 4, false},
+		{"no cooperative matrices", shared, 512, 128, 4, false},
+		{"head 256 is past the tile's registers", cm, 512, 256, 4, false},
+		{"head 72 is not whole fragments", cm, 512, 72, 4, false},
+		{"3 heads a group do not tile 16 rows", cm, 512, 128, 3, false},
+	} {
+		if got := tc.c.usesPrefillCoopmatAttention(tc.m, tc.headDim, tc.hp); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
