@@ -5,7 +5,8 @@
 // line on stdout, bearer-token auth, /vkllm/health, /vkllm/model, /vkllm/tokenize, /vkllm/devices,
 // /vkllm/plan and a streamed /v1/chat/completions whose reply is the last user message echoed back
 // piece by piece. So a test chooses the model's output by typing it, hostile markup included.
-// A character is a token: max_tokens cuts the echo there (finish_reason "length"). When the
+// A piece of 16 characters is a token: max_tokens cuts the echo after that many pieces
+// (finish_reason "length"). When the
 // last message is a reply (a Continue), it goes on echoing from where that reply ends. The user
 // message "echo-system" is answered with the system prompt it received ("(no system prompt)").
 import { createServer } from "node:http";
@@ -38,6 +39,9 @@ async function readJSON(req) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// step is the characters of one streamed piece, which counts as one token.
+const step = 16;
+
 async function chat(req, res) {
   const body = await readJSON(req);
   const msgs = body.messages ?? [];
@@ -46,14 +50,13 @@ async function chat(req, res) {
   if (text === "echo-system") text = msgs.find((m) => m.role === "system")?.content ?? "(no system prompt)";
   const last = msgs.at(-1);
   if (last?.role === "assistant" && text.startsWith(last.content)) text = text.slice(last.content.length);
-  const max = body.max_tokens > 0 ? body.max_tokens : Infinity;
+  const max = body.max_tokens > 0 ? body.max_tokens * step : Infinity;
   const cut = text.length > max;
   if (cut) text = text.slice(0, max);
   res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" });
   const chunk = (extra) => `data: ${JSON.stringify({ id: "echo", object: "chat.completion.chunk", model: model.name, ...extra })}\n\n`;
   // Pieces of 16 characters 30 ms apart, so the UI renders half-written replies (an open fence,
   // half a tag) on the way, and a long one streams for a while.
-  const step = 16;
   for (let i = 0; i < text.length; i += step) {
     if (res.destroyed) return;
     res.write(chunk({ choices: [{ index: 0, delta: { content: text.slice(i, i + step) }, finish_reason: null }] }));

@@ -1,5 +1,5 @@
-// End-to-end: a conversation's generation settings. With the echo engine (VKLLM_SIDECAR; a
-// character is a token) max tokens cuts the reply, which then says "stopped: max tokens" and
+// End-to-end: a conversation's generation settings. With the echo engine (VKLLM_SIDECAR; 16
+// characters are a token) max tokens cuts the reply, which then says "stopped: max tokens" and
 // continues on Continue; the system prompt reaches the engine; the settings survive a reload.
 // With the embedded model and the real sidecar, the same seed gives the same sampled reply.
 //
@@ -70,20 +70,21 @@ async function send(text) {
   return lastReply();
 }
 
-const alphabet = "abcdefghijklmnopqrstuvwxyz";
+// 80 characters: 5 echo tokens.
+const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqr";
 
 test("max tokens cuts a new chat's reply, which says so and continues on Continue", async () => {
   await page.locator("#new-chat").click();
   await openSettings();
-  await setField("#set-max-tokens", 10);
+  await setField("#set-max-tokens", 2);
   await page.locator("#settings-status", { hasText: "Kept for this new chat" }).waitFor();
   let reply = await send(alphabet);
-  assert.equal((await reply.locator(".bubble").innerText()).trim(), alphabet.slice(0, 10), "the reply was not cut at 10 tokens");
+  assert.equal((await reply.locator(".bubble").innerText()).trim(), alphabet.slice(0, 32), "the reply was not cut at 2 tokens");
   assert.equal(await reply.getAttribute("data-stop"), "length");
   assert.equal((await reply.locator(".stop-reason").innerText()).trim(), "stopped: max tokens");
-  // Continue twice: 10 more characters, then the rest, which ends on its own.
+  // Continue twice: 2 more tokens, then the last one, which ends on its own.
   await reply.locator(".act-continue").click();
-  await page.waitForFunction((t) => document.querySelector(".msg.assistant:last-of-type .bubble")?.textContent?.trim() === t, alphabet.slice(0, 20));
+  await page.waitForFunction((t) => document.querySelector(".msg.assistant:last-of-type .bubble")?.textContent?.trim() === t, alphabet.slice(0, 64));
   reply = await lastReply();
   assert.equal(await reply.getAttribute("data-stop"), "length");
   await reply.locator(".act-continue").click();
