@@ -205,10 +205,10 @@ func chooseGEMMTier(info DeviceInfo, f coopmatFacts) (gemmTier, string) {
 // instead of the cooperative-matrix tier, for the warning when the extension is absent.
 // Measured with BenchmarkPrefillGEMMTiers (coopmat_test.go): one 4096x4096 Q4_K weight times
 // 512 tokens, best of 3 submits of 8 GEMMs, GPU time from timestamps: 8.41 ms on the
-// shared-memory tier, 0.389 ms on the cooperative-matrix tier (NVIDIA H200, commit 9dc5446).
-// On the exact tier Q4_0/Q8_0 prefill takes matmul_exact.glsl either way.
-const coopmatAbsentCost = "prefill GEMM for K-quant, Q4_1/Q5 and F16 weights runs on the shared-memory tier, measured 22x slower than the cooperative-matrix tier " +
-	"on a 4096x4096 Q4_K x 512-token GEMM (8.4 ms vs 0.39 ms; NVIDIA H200, 2026-11-30)"
+// shared-memory tier, 0.259 ms on the cooperative-matrix tier's 128x128 tiles (NVIDIA H200,
+// 2026-12-02). On the exact tier Q4_0/Q8_0 prefill takes matmul_exact.glsl either way.
+const coopmatAbsentCost = "prefill GEMM for K-quant, Q4_1/Q5, i-quant and F16 weights runs on the shared-memory tier, measured 32x slower than the cooperative-matrix tier " +
+	"on a 4096x4096 Q4_K x 512-token GEMM (8.4 ms vs 0.26 ms; NVIDIA H200, 2026-12-02)"
 
 // selectGEMMTier queries the cooperative-matrix facts and sets c.gemm; called once by Open.
 func (c *Context) selectGEMMTier() {
