@@ -225,7 +225,7 @@ func describe(f *gguf.File, m *model.Model, path string) ModelInfo {
 func dominantType(m *model.Model) quant.Type {
 	bytes := map[quant.Type]int{}
 	for _, l := range m.Layers {
-		for _, w := range []model.Matrix{l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down} {
+		for _, w := range l.Matrices() { // the experts of a mixture, the dense FFN otherwise
 			bytes[w.Type] += len(w.Data)
 		}
 	}
