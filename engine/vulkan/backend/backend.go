@@ -77,8 +77,20 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 		case errors.Is(err, vulkan.ErrUnsupported) || errors.Is(err, vulkan.ErrTooLarge):
 			return engine.GPURunner{}, fmt.Errorf("%w: %v", engine.ErrGPUDeclined, err)
 		case errors.Is(err, vulkan.ErrOutOfMemory):
-			// The plan armed but the driver had less room than it said: auto mode serves on
-			// the CPU (engine.Load), a forced --gpu fails with this sentence.
+			// The plan armed but the driver had less room than it said: first a split that
+			// leaves a quarter of the weights on the CPU; if that has no GPU layer or runs out
+			// too, auto mode serves on the CPU (engine.Load) and a forced --gpu fails with this
+			// sentence.
+			need := p.Weights.Bytes + p.KVBytes + p.Scratch.Total
+			if sp, ok := smallerSplit(f, dev, p, need-p.Weights.Bytes/4); ok {
+				slog.Warn("GPU out of memory during the upload; retrying as a partial offload with a quarter of the weights on the CPU",
+					"device", dev.Name, "planned_mb", plan.MBUp(need), "gpu_layers", sp.Split.GPULayers, "layers", sp.Split.Layers, "err", err)
+				gr, serr := newSplit(sp, dev, m, f.Path, opts.Threads)
+				if serr == nil {
+					return gr, nil
+				}
+				slog.Warn("the partial offload ran out too", "device", dev.Name, "err", serr)
+			}
 			slog.Warn("GPU out of memory during the upload; the model runs elsewhere", "device", dev.Name, "err", err)
 			return engine.GPURunner{}, fmt.Errorf("%w: %s ran out of memory uploading the model (%d MB planned; %v); pin less VRAM (VKLLM_GPU_VRAM_MB or vkllm pin set) or close what else uses the GPU",
 				engine.ErrGPUDeclined, dev.Name, plan.MBUp(p.Weights.Bytes+p.KVBytes+p.Scratch.Total), err)
@@ -86,6 +98,24 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 		return engine.GPURunner{}, fmt.Errorf("upload %s to %s: %w", f.Path, dev.Name, err)
 	}
 	return engine.GPURunner{Runner: r, Backend: "vulkan", Placement: "resident", Context: r.Context()}, nil
+}
+
+// smallerSplit is the plan of a partial offload within bytes on dev, at the context the armed
+// plan p chose, and whether it puts any layer on the GPU: the retry after an upload ran out of
+// memory. It pins the room like --vram-mb, so a VKLLM_GPU_VRAM_MB that overstated it does not
+// apply again.
+func smallerSplit(f *gguf.File, dev vulkan.DeviceInfo, p plan.Plan, bytes int64) (plan.Plan, bool) {
+	mb := plan.MBDown(bytes)
+	if mb <= 0 {
+		return plan.Plan{}, false
+	}
+	in, err := planinput.Input(f, planinput.DeviceOf(dev), plan.Pin{MB: int(mb), Source: plan.PinFlag}, planinput.Ctx(p.Ctx.Chosen, true))
+	if err != nil {
+		return plan.Plan{}, false
+	}
+	in.ForceSplit = true
+	sp := plan.Compute(in)
+	return sp, sp.Split != nil && sp.Split.GPULayers > 0
 }
 
 // DeclineMoE is the one-line reason the Vulkan drivers (resident and split alike) do not take

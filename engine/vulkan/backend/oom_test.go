@@ -117,3 +117,47 @@ func TestOverLargeVRAMPinWarnsWithTheRealHeap(t *testing.T) {
 		}
 	}
 }
+
+// A driver that runs out of memory once, halfway through an armed upload: the load retries as
+// a partial offload with a quarter of the weights on the CPU and serves split, on the GPU.
+func TestOutOfMemoryOnceRetriesAsASmallerSplit(t *testing.T) {
+	vulkanOrSkip(t)
+	t.Setenv("VKLLM_DEVICE", "")
+	t.Setenv("VKLLM_GPU_RESIDENT", "")
+	t.Setenv("VKLLM_GPU_VRAM_MB", "1024") // arms
+	path := filepath.Join(sharedDir, "models", "rand-llama-f32.gguf")
+	var total atomic.Int64
+	prev := vulkan.SetAllocFault(func(uint64) error { total.Add(1); return nil })
+	e, err := engine.Load(context.Background(), engine.LoadOptions{Path: path, DeviceIndex: -1, Context: testCtx})
+	vulkan.SetAllocFault(prev)
+	if err != nil {
+		t.Skipf("shared model not available: %v", err)
+	}
+	e.Close()
+	var logs bytes.Buffer
+	prevLog := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer slog.SetDefault(prevLog)
+	var n atomic.Int64
+	failAt := max(1, total.Load()/2)
+	prev = vulkan.SetAllocFault(func(uint64) error {
+		if n.Add(1) == failAt {
+			return fmt.Errorf("simulated: %w", vulkan.ErrOutOfMemory)
+		}
+		return nil
+	})
+	defer vulkan.SetAllocFault(prev)
+	e, err = engine.Load(context.Background(), engine.LoadOptions{Path: path, DeviceIndex: -1, Context: testCtx, Backend: engine.BackendGPU})
+	if err != nil {
+		t.Fatalf("--gpu failed although only one allocation ran out: %v\n%s", err, logs.String())
+	}
+	defer e.Close()
+	info := e.Info()
+	if info.Backend != "vulkan" || !strings.HasPrefix(info.Placement, "split ") {
+		t.Fatalf("backend %q placement %q, want a split on vulkan", info.Backend, info.Placement)
+	}
+	if !strings.Contains(logs.String(), "retrying as a partial offload with a quarter of the weights on the CPU") {
+		t.Fatalf("the retry is not logged:\n%s", logs.String())
+	}
+	t.Logf("placement %s after one failed allocation of %d", info.Placement, total.Load())
+}
