@@ -73,6 +73,12 @@ async function send(text) {
 // 80 characters: 5 echo tokens.
 const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqr";
 
+test("the settings of the chat a fresh page starts with are the defaults", async () => {
+  await openSettings();
+  assert.equal(await page.locator("#set-max-tokens").inputValue(), "256");
+  assert.equal(await page.locator("#set-temperature").inputValue(), "0.7");
+});
+
 test("max tokens cuts a new chat's reply, which says so and continues on Continue", async () => {
   await page.locator("#new-chat").click();
   await openSettings();
