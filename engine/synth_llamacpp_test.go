@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/embedded"
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model/synth"
 	"github.com/vkllm/vkllm/engine/sample"
 )
@@ -40,16 +39,6 @@ const synthTolerance = 0.2
 // evaluate the prompt batched and decode one token at a time, and agree far closer.)
 const synthNearTie = 0.2
 
-func embeddedVocab(t *testing.T) *gguf.File {
-	t.Helper()
-	f, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
 // writeSynth writes the tiny preset of arch in typ with the golden files' seed.
 func writeSynth(t *testing.T, dir, arch, typ string) string {
 	t.Helper()
@@ -57,15 +46,7 @@ func writeSynth(t *testing.T, dir, arch, typ string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shape, err := synth.Preset(arch, "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, arch+"-"+typ+".gguf")
-	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: arch, Shape: shape, Type: qt, Vocab: embeddedVocab(t), Seed: synthSeed}); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return modeltest.TinySynth(t, dir, arch, qt, synthSeed)
 }
 
 func TestSynthModelsMatchLlamaCpp(t *testing.T) {

@@ -1,17 +1,14 @@
 package cpu
 
 import (
-	"context"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/embedded"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
-	"github.com/vkllm/vkllm/engine/model/synth"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -79,19 +76,7 @@ func TestTopKNeverPrefersNaN(t *testing.T) {
 // synthMoE loads synth's tiny qwen3moe (8 experts, 2 used) in typ.
 func synthMoE(t *testing.T, typ quant.Type) *model.Model {
 	t.Helper()
-	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vocab.Close()
-	shape, err := synth.Preset("qwen3moe", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "moe.gguf")
-	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: "qwen3moe", Shape: shape, Type: typ, Vocab: vocab, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
+	path := modeltest.TinySynth(t, "", "qwen3moe", typ, 5)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -1,35 +1,20 @@
 package model_test
 
 import (
-	"context"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/embedded"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
-	"github.com/vkllm/vkllm/engine/model/synth"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
 // tinyMoE is the bytes of synth's tiny qwen3moe (8 experts, 2 used, dim 256, expert width 128).
 func tinyMoE(t *testing.T, typ quant.Type) []byte {
 	t.Helper()
-	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vocab.Close()
-	shape, err := synth.Preset("qwen3moe", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "moe.gguf")
-	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: "qwen3moe", Shape: shape, Type: typ, Vocab: vocab, Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
+	path := modeltest.TinySynth(t, "", "qwen3moe", typ, 3)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -216,19 +201,7 @@ func TestDenseArchitectureWithExpertsIsRefused(t *testing.T) {
 }
 
 func TestQwen2MoELoadsTheSharedExpertAndKeepsWeightsUnnormalised(t *testing.T) {
-	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vocab.Close()
-	shape, err := synth.Preset("qwen2moe", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "q2m.gguf")
-	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: "qwen2moe", Shape: shape, Type: quant.Q8_0, Vocab: vocab, Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
+	path := modeltest.TinySynth(t, "", "qwen2moe", quant.Q8_0, 3)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,14 @@
 package vulkan
 
 import (
-	"context"
 	"encoding/json"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/embedded"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/synth"
@@ -37,11 +36,6 @@ func TestResidentIQuantSynthModelsMatchLlamaCpp(t *testing.T) {
 	if err != nil || len(goldens) == 0 {
 		t.Skipf("no llama golden files in engine/testdata/synth-llamacpp (%v)", err)
 	}
-	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vocab.Close()
 	dir := t.TempDir()
 	tested := 0
 	for _, golden := range goldens {
@@ -54,14 +48,7 @@ func TestResidentIQuantSynthModelsMatchLlamaCpp(t *testing.T) {
 			continue // the other types have their own reference tests
 		}
 		tested++
-		shape, err := synth.Preset("llama", "tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, "llama-"+typName+".gguf")
-		if _, err := synth.Write(context.Background(), path, synth.Options{Arch: "llama", Shape: shape, Type: typ, Vocab: vocab, Seed: 7}); err != nil {
-			t.Fatal(err)
-		}
+		path := modeltest.TinySynth(t, dir, "llama", typ, 7)
 		f, err := gguf.Open(path)
 		if err != nil {
 			t.Fatal(err)

@@ -1,32 +1,17 @@
 package planinput
 
 import (
-	"context"
-	"path/filepath"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"strings"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/embedded"
 	"github.com/vkllm/vkllm/engine/gguf"
-	"github.com/vkllm/vkllm/engine/model/synth"
 	"github.com/vkllm/vkllm/engine/plan"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
 func TestQwen3MoEPlansEveryExpertByte(t *testing.T) {
-	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vocab.Close()
-	shape, err := synth.Preset("qwen3moe", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "moe.gguf")
-	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: "qwen3moe", Shape: shape, Type: quant.Q4_K, Vocab: vocab, Seed: 2}); err != nil {
-		t.Fatal(err)
-	}
+	path := modeltest.TinySynth(t, "", "qwen3moe", quant.Q4_K, 2)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -3,15 +3,13 @@ package backend
 import (
 	"context"
 	"errors"
-	"path/filepath"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine"
-	"github.com/vkllm/vkllm/engine/embedded"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
-	"github.com/vkllm/vkllm/engine/model/synth"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -19,19 +17,7 @@ const moeDecline = "the Vulkan driver does not run qwen3moe's mixture-of-experts
 
 func writeMoE(t *testing.T) string {
 	t.Helper()
-	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vocab.Close()
-	shape, err := synth.Preset("qwen3moe", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "moe.gguf")
-	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: "qwen3moe", Shape: shape, Type: quant.Q8_0, Vocab: vocab, Seed: 4}); err != nil {
-		t.Fatal(err)
-	}
+	path := modeltest.TinySynth(t, "", "qwen3moe", quant.Q8_0, 4)
 	return path
 }
 

@@ -1,0 +1,37 @@
+package modeltest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/embedded"
+	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/model/synth"
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// TinySynth writes `vkllm synth`'s tiny preset of arch (llama, qwen2, qwen3, qwen3moe, qwen2moe)
+// in typ with the embedded model's vocabulary into dir (the test's temporary folder when dir is
+// "") and returns its path. The same arguments write the same bytes.
+func TinySynth(tb testing.TB, dir, arch string, typ quant.Type, seed uint64) string {
+	tb.Helper()
+	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
+	if err != nil {
+		tb.Fatalf("open the embedded vocabulary: %v", err)
+	}
+	defer vocab.Close()
+	shape, err := synth.Preset(arch, "tiny")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if dir == "" {
+		dir = tb.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.gguf", arch, typ, seed))
+	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: arch, Shape: shape, Type: typ, Vocab: vocab, Seed: seed}); err != nil {
+		tb.Fatalf("write the tiny %s in %v: %v", arch, typ, err)
+	}
+	return path
+}
