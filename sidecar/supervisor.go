@@ -616,37 +616,54 @@ func (s *Supervisor) ChatStream(ctx context.Context, req ChatRequest, onDelta fu
 		b, _ := io.ReadAll(resp.Body)
 		return res, fmt.Errorf("engine chat: %s", apiMessage(resp.Status, b))
 	}
+	res, broken, err := readChatStream(ctx, resp.Body, onDelta)
+	if broken {
+		return res, s.transportError(ctx, inst, "chat", err)
+	}
+	return res, err
+}
+
+// readChatStream reads the engine's server-sent chat chunks from r, passing each piece of text to
+// onDelta, until [DONE]. broken reports a stream that ended or failed in transport (err is then
+// for transportError to name: a cancelled ctx, the engine's death or the read error); any other
+// err is the engine's own message or onDelta's. A cancelled ctx is always a clean cancel: the
+// last line of a stream cut by Stop is often a partial chunk, which is never reported as a bad
+// one.
+func readChatStream(ctx context.Context, r io.Reader, onDelta func(delta string) error) (res ChatResult, broken bool, err error) {
 	var text strings.Builder
-	sc := bufio.NewScanner(resp.Body)
+	defer func() { res.Text = text.String() }()
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
+		if ctx.Err() != nil {
+			return res, true, ctx.Err()
+		}
 		line := sc.Text()
 		data, ok := strings.CutPrefix(line, "data: ")
 		if !ok {
 			continue
 		}
 		if data == "[DONE]" {
-			res.Text = text.String()
-			return res, nil
+			return res, false, nil
 		}
 		var chunk struct {
 			chatResponse
 			apiError
 		}
 		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-			res.Text = text.String()
-			return res, fmt.Errorf("engine chat: bad stream chunk %q: %w", data, err)
+			if ctx.Err() != nil {
+				return res, true, ctx.Err()
+			}
+			return res, false, fmt.Errorf("engine chat: bad stream chunk %q: %w", data, err)
 		}
 		if chunk.Error.Message != "" {
-			res.Text = text.String()
-			return res, fmt.Errorf("engine chat: %s", chunk.Error.Message)
+			return res, false, fmt.Errorf("engine chat: %s", chunk.Error.Message)
 		}
 		for _, c := range chunk.Choices {
 			if c.Delta != nil && c.Delta.Content != "" {
 				text.WriteString(c.Delta.Content)
 				if err := onDelta(c.Delta.Content); err != nil {
-					res.Text = text.String()
-					return res, err
+					return res, false, err
 				}
 			}
 		}
@@ -657,12 +674,11 @@ func (s *Supervisor) ChatStream(ctx context.Context, req ChatRequest, onDelta fu
 			res.Stop = engine.StopReason(chunk.StopReason)
 		}
 	}
-	res.Text = text.String()
 	err = sc.Err()
 	if err == nil {
 		err = io.ErrUnexpectedEOF // the stream ended without [DONE]
 	}
-	return res, s.transportError(ctx, inst, "chat", err)
+	return res, true, err
 }
 
 // Close stops the sidecar (interrupt, then kill after 3 s) and removes the token file.
