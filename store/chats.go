@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Message states.
@@ -118,23 +119,77 @@ func (s *Store) RenameConversation(ctx context.Context, id int64, title string) 
 
 // ListConversations lists conversations, most recently updated first.
 func (s *Store) ListConversations(ctx context.Context) ([]Conversation, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT id, title, model, created_at_ms, updated_at_ms, context_policy, settings FROM conversations ORDER BY updated_at_ms DESC, id DESC")
+	return s.queryConversations(ctx, "list conversations", "SELECT id, title, model, created_at_ms, updated_at_ms, context_policy, settings FROM conversations WHERE deleted_at_ms = 0 ORDER BY updated_at_ms DESC, id DESC")
+}
+
+func (s *Store) queryConversations(ctx context.Context, what, query string, args ...any) ([]Conversation, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, s.fail("list conversations", err)
+		return nil, s.fail(what, err)
 	}
 	defer rows.Close()
 	out := []Conversation{}
 	for rows.Next() {
 		var c Conversation
 		if err := rows.Scan(&c.ID, &c.Title, &c.Model, &c.CreatedAtMs, &c.UpdatedAtMs, &c.ContextPolicy, &c.Settings); err != nil {
-			return nil, s.fail("list conversations", err)
+			return nil, s.fail(what, err)
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail("list conversations", err)
+		return nil, s.fail(what, err)
 	}
 	return out, nil
+}
+
+// SearchConversations lists the conversations not in the trash whose title or any message
+// contains text, most recently updated first. The match ignores case for ASCII letters (SQLite's
+// LIKE); % and _ in text match themselves. This build's SQLite has no FTS5 (mattn/go-sqlite3
+// compiles it in only with the sqlite_fts5 tag), so the search scans the rows: fine for the
+// thousands of messages a desktop chat history holds.
+func (s *Store) SearchConversations(ctx context.Context, text string) ([]Conversation, error) {
+	pattern := "%" + likeEscaper.Replace(text) + "%"
+	return s.queryConversations(ctx, fmt.Sprintf("search conversations for %q", text),
+		`SELECT id, title, model, created_at_ms, updated_at_ms, context_policy, settings FROM conversations c
+		WHERE deleted_at_ms = 0 AND (title LIKE ?1 ESCAPE '\' OR EXISTS (
+			SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\'))
+		ORDER BY updated_at_ms DESC, id DESC`, pattern)
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// TrashConversation hides a conversation from the list and from search until RestoreConversation
+// brings it back, DeleteConversation removes it, or the next Open purges it.
+func (s *Store) TrashConversation(ctx context.Context, id int64) error {
+	return s.tx(ctx, fmt.Sprintf("move conversation %d to the trash", id), func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE conversations SET deleted_at_ms = ? WHERE id = ?", nowMs(), id)
+		return mustTouch(res, err, "conversation", id)
+	})
+}
+
+// RestoreConversation takes a conversation back out of the trash.
+func (s *Store) RestoreConversation(ctx context.Context, id int64) error {
+	return s.tx(ctx, fmt.Sprintf("restore conversation %d", id), func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE conversations SET deleted_at_ms = 0 WHERE id = ? AND deleted_at_ms > 0", id)
+		if err := mustTouch(res, err, "conversation in the trash", id); err != nil {
+			return fmt.Errorf("%w (it was already removed for good, or never deleted)", err)
+		}
+		return nil
+	})
+}
+
+// PurgeTrash removes every conversation in the trash, with its messages, and returns how many.
+func (s *Store) PurgeTrash(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.tx(ctx, "empty the conversation trash", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "DELETE FROM conversations WHERE deleted_at_ms > 0")
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
 }
 
 // AddMessage appends a message to its conversation and returns it with ID and CreatedAtMs set.

@@ -143,6 +143,11 @@ ALTER TABLE conversations ADD COLUMN context_policy TEXT NOT NULL DEFAULT 'rolli
 ALTER TABLE conversations ADD COLUMN settings TEXT NOT NULL DEFAULT '';
 ALTER TABLE messages ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
 `,
+	// 5: a deleted conversation waits in the trash (deleted_at_ms > 0) while the UI offers Undo;
+	// Open removes what a run left there.
+	`
+ALTER TABLE conversations ADD COLUMN deleted_at_ms INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

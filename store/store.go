@@ -95,6 +95,14 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	// A conversation deleted in an earlier run whose Undo never expired there (the app closed
+	// first) is removed now: the trash lives for one run.
+	if n, err := s.PurgeTrash(ctx); err != nil {
+		db.Close()
+		return nil, err
+	} else if n > 0 {
+		slog.Info("removed conversations left in the trash", "count", n)
+	}
 	id, err := s.UpsertMachine(ctx, LocalMachine())
 	if err != nil {
 		db.Close()
