@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/vkllm/vkllm/engine/chat"
@@ -32,14 +33,47 @@ func (e *Engine) Detokenize(ids []int) string { return e.tok.Decode(ids) }
 // model has none, or its template fails on these messages), ending with the assistant's turn
 // opened. A template that reaches a render limit (a recursive macro, a runaway loop, output
 // beyond bounds, more than a second) is not used again for this loaded model: every later chat
-// takes the fallback at once. Cancelling ctx stops the render and returns its error.
+// takes the fallback at once. A conversation that ends with a non-empty assistant message is
+// rendered for that reply to be continued (renderContinuation) instead of a new turn. Cancelling
+// ctx stops the render and returns its error.
 func (e *Engine) RenderChat(ctx context.Context, msgs []Message) (string, error) {
+	if n := len(msgs); n > 1 && msgs[n-1].Role == "assistant" && strings.TrimSpace(msgs[n-1].Content) != "" {
+		if text, ok := e.renderContinuation(ctx, msgs); ok {
+			return text, nil
+		}
+	}
+	return e.renderTurn(ctx, msgs, true)
+}
+
+// renderContinuation renders a conversation that ends with a partial assistant reply so that
+// the model continues that reply (as llama.cpp's server does with a final assistant message):
+// the conversation without the generation prompt, cut right after the last occurrence of the
+// reply's text, so the template's end-of-turn after it is dropped. ok is false when the
+// rendered text does not hold the reply as written (a template that rewrites it): the caller
+// then starts a new turn.
+func (e *Engine) renderContinuation(ctx context.Context, msgs []Message) (string, bool) {
+	text, err := e.renderTurn(ctx, msgs, false)
+	if err != nil {
+		return "", false
+	}
+	last := msgs[len(msgs)-1].Content
+	for _, want := range []string{last, strings.TrimRightFunc(last, unicode.IsSpace), strings.TrimSpace(last)} {
+		if i := strings.LastIndex(text, want); i >= 0 && want != "" {
+			return text[:i+len(want)], true
+		}
+	}
+	return "", false
+}
+
+// renderTurn renders msgs with the model's chat template (or the plain format), ending with the
+// assistant's generation prompt when addGenerationPrompt.
+func (e *Engine) renderTurn(ctx context.Context, msgs []Message, addGenerationPrompt bool) (string, error) {
 	cm := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
 		cm[i] = chat.Message{Role: m.Role, Content: m.Content}
 	}
 	if e.template == "" || e.templateOff.Load() {
-		return chat.Fallback(cm, true), nil
+		return chat.Fallback(cm, addGenerationPrompt), nil
 	}
 	bos, eos := "", ""
 	if id := e.tok.BOS(); id >= 0 {
@@ -48,7 +82,7 @@ func (e *Engine) RenderChat(ctx context.Context, msgs []Message) (string, error)
 	if id := e.tok.EOS(); id >= 0 {
 		eos = e.tok.Token(id)
 	}
-	s, err := chat.Render(ctx, e.template, cm, true, bos, eos)
+	s, err := chat.Render(ctx, e.template, cm, addGenerationPrompt, bos, eos)
 	switch {
 	case err == nil:
 		return s, nil
@@ -62,7 +96,7 @@ func (e *Engine) RenderChat(ctx context.Context, msgs []Message) (string, error)
 	default:
 		slog.Warn("chat template failed on this conversation; using the plain fallback format", "file", e.modelFile(), "err", err)
 	}
-	return chat.Fallback(cm, true), nil
+	return chat.Fallback(cm, addGenerationPrompt), nil
 }
 
 // modelFile names the model file in log lines: its path, or the embedded model's name.
