@@ -80,3 +80,24 @@ func (a storeAdapter) ListPins(ctx context.Context) ([]app.Pin, error) {
 func (a storeAdapter) ClearPin(ctx context.Context, deviceKey string) error {
 	return a.st.ClearPin(ctx, deviceKey)
 }
+
+func (a storeAdapter) RenameConversation(ctx context.Context, id int64, title string) error {
+	return a.st.RenameConversation(ctx, id, title)
+}
+
+func (a storeAdapter) SearchConversations(ctx context.Context, text string) ([]app.Conversation, error) {
+	list, err := a.st.SearchConversations(ctx, text)
+	out := make([]app.Conversation, len(list))
+	for i, c := range list {
+		out[i] = app.Conversation(c)
+	}
+	return out, err
+}
+
+func (a storeAdapter) TrashConversation(ctx context.Context, id int64) error {
+	return a.st.TrashConversation(ctx, id)
+}
+
+func (a storeAdapter) RestoreConversation(ctx context.Context, id int64) error {
+	return a.st.RestoreConversation(ctx, id)
+}

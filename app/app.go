@@ -134,6 +134,14 @@ type ChatStore interface {
 	AddMessage(ctx context.Context, m Message) (Message, error)
 	UpdateMessage(ctx context.Context, m Message) error
 	Messages(ctx context.Context, conversationID int64) ([]Message, error)
+	RenameConversation(ctx context.Context, id int64, title string) error
+	// SearchConversations lists the conversations not in the trash whose title or messages
+	// contain text.
+	SearchConversations(ctx context.Context, text string) ([]Conversation, error)
+	// TrashConversation hides a conversation until RestoreConversation or DeleteConversation;
+	// the store removes what is left in the trash when it next opens.
+	TrashConversation(ctx context.Context, id int64) error
+	RestoreConversation(ctx context.Context, id int64) error
 }
 
 // Pin is a VRAM cap a user set for one GPU.

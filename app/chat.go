@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/vkllm/vkllm/engine"
 )
@@ -76,13 +75,18 @@ func (s *ChatService) ListConversations() ([]Conversation, error) {
 	return convs, nil
 }
 
-// CreateConversation starts an empty conversation titled with the first words of title ("" =
-// "New chat").
+// CreateConversation starts an empty conversation titled with the first few words of title
+// ("" = "New chat"), numbered " (2)", " (3)", … when another conversation has that title.
 func (s *ChatService) CreateConversation(title string) (Conversation, error) {
 	title = titleFrom(title)
 	if title == "" {
 		title = "New chat"
 	}
+	listed, err := s.store.ListConversations(s.ctx)
+	if err != nil {
+		return Conversation{}, fmt.Errorf("create conversation %q: %w", title, err)
+	}
+	title = distinctTitle(title, listed)
 	c, err := s.store.CreateConversation(s.ctx, title, s.modelName())
 	if err != nil {
 		return Conversation{}, fmt.Errorf("create conversation %q: %w", title, err)
@@ -504,20 +508,6 @@ func speed(t engine.Timings, firstAt, elapsed time.Duration, pieces int) (ttftMs
 		tokPerSec = float64(pieces-1) / (elapsed - firstAt).Seconds()
 	}
 	return ttftMs, tokPerSec
-}
-
-// titleFrom makes a conversation title of the first words of its first message.
-func titleFrom(text string) string {
-	text = strings.Join(strings.Fields(text), " ")
-	const max = 48
-	if utf8.RuneCountInString(text) <= max {
-		return text
-	}
-	r := []rune(text)[:max]
-	if i := strings.LastIndexByte(string(r), ' '); i > max/2 {
-		return string(r)[:i] + "…"
-	}
-	return string(r) + "…"
 }
 
 // deltaBatcher gathers streamed text and emits it as one chat:delta per interval.

@@ -169,18 +169,6 @@ func TestReplySpeedPrefersEngineTimings(t *testing.T) {
 	}
 }
 
-func TestTitleFromShortensLongMessagesAtAWord(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"Hello   there", "Hello there"},
-		{"Once upon a time there was a little girl named Lily who loved to play", "Once upon a time there was a little girl named…"},
-	}
-	for _, c := range cases {
-		if got := titleFrom(c.in); got != c.want {
-			t.Errorf("titleFrom(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 func TestDeleteConversationRemovesItsMessages(t *testing.T) {
 	eng := &fakeEngine{pieces: []string{"x"}}
 	st := newMemStore()

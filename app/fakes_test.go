@@ -115,12 +115,13 @@ type memStore struct {
 	mu     sync.Mutex
 	nextID int64
 	convs  map[int64]Conversation
+	trash  map[int64]Conversation
 	msgs   map[int64]Message
 	pins   map[string]int
 }
 
 func newMemStore() *memStore {
-	return &memStore{convs: map[int64]Conversation{}, msgs: map[int64]Message{}, pins: map[string]int{}}
+	return &memStore{convs: map[int64]Conversation{}, trash: map[int64]Conversation{}, msgs: map[int64]Message{}, pins: map[string]int{}}
 }
 
 func (s *memStore) CreateConversation(_ context.Context, title, model string) (Conversation, error) {
@@ -146,10 +147,13 @@ func (s *memStore) ListConversations(context.Context) ([]Conversation, error) {
 func (s *memStore) DeleteConversation(_ context.Context, id int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.convs[id]; !ok {
+	_, listed := s.convs[id]
+	_, trashed := s.trash[id]
+	if !listed && !trashed {
 		return fmt.Errorf("conversation %d not found", id)
 	}
 	delete(s.convs, id)
+	delete(s.trash, id)
 	for mid, m := range s.msgs {
 		if m.ConversationID == id {
 			delete(s.msgs, mid)
@@ -307,4 +311,58 @@ func (r *recorder) chatEvents() []ChatEvent {
 		}
 	}
 	return out
+}
+
+func (s *memStore) RenameConversation(_ context.Context, id int64, title string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok {
+		return fmt.Errorf("conversation %d not found", id)
+	}
+	c.Title = title
+	s.convs[id] = c
+	return nil
+}
+
+func (s *memStore) SearchConversations(ctx context.Context, text string) ([]Conversation, error) {
+	all, _ := s.ListConversations(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	text = strings.ToLower(text)
+	var out []Conversation
+	for _, c := range all {
+		hit := strings.Contains(strings.ToLower(c.Title), text)
+		for _, m := range s.msgs {
+			hit = hit || (m.ConversationID == c.ID && strings.Contains(strings.ToLower(m.Content), text))
+		}
+		if hit {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (s *memStore) TrashConversation(_ context.Context, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok {
+		return fmt.Errorf("conversation %d not found", id)
+	}
+	delete(s.convs, id)
+	s.trash[id] = c
+	return nil
+}
+
+func (s *memStore) RestoreConversation(_ context.Context, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.trash[id]
+	if !ok {
+		return fmt.Errorf("no conversation in the trash with id %d", id)
+	}
+	delete(s.trash, id)
+	s.convs[id] = c
+	return nil
 }
