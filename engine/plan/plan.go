@@ -73,15 +73,17 @@ type CtxRequest struct {
 }
 
 // Input is everything the plan decides from.
+// Its JSON is what the sidecar's POST /vkllm/plan/input answers and the UI's WebAssembly plan
+// (cmd/planwasm) reads.
 type Input struct {
-	Model      Model
-	Uploads    []Upload // UploadList of the model's tensors
-	KV         KV       // KVFor(Model)
-	Scratch    Scratch  // ScratchFor(Model)
-	Device     Device
-	Pin        Pin
-	Ctx        CtxRequest
-	ForceSplit bool // VKLLM_GPU_RESIDENT=0
+	Model      Model      `json:"model"`
+	Uploads    []Upload   `json:"uploads"` // UploadList of the model's tensors
+	KV         KV         `json:"kv"`      // KVFor(Model)
+	Scratch    Scratch    `json:"scratch"` // ScratchFor(Model)
+	Device     Device     `json:"device"`
+	Pin        Pin        `json:"pin"`
+	Ctx        CtxRequest `json:"ctx"`
+	ForceSplit bool       `json:"force_split"` // VKLLM_GPU_RESIDENT=0
 }
 
 // PlanHeadroom is the memory kept free of a cap when no driver reports free memory: under WDDM
