@@ -6,10 +6,7 @@ import (
 	"net/http"
 	"runtime"
 
-	"github.com/vkllm/vkllm/engine/embedded"
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/plan"
-	"github.com/vkllm/vkllm/engine/plan/planinput"
 	"github.com/vkllm/vkllm/engine/vulkan"
 	"github.com/vkllm/vkllm/store"
 )
@@ -19,6 +16,7 @@ import (
 func (s *server) extraRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /vkllm/devices", s.handleDevices)
 	mux.HandleFunc("POST /vkllm/plan", s.handlePlan)
+	mux.HandleFunc("POST /vkllm/plan/input", s.handlePlanInput)
 	mux.HandleFunc("POST /vkllm/bench", s.handleBench)
 	mux.HandleFunc("POST /vkllm/tokenize", s.handleTokenize)
 }
@@ -99,49 +97,23 @@ func (s *server) handlePlan(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
+// plan is plan.Compute of the input POST /vkllm/plan/input answers for the same request.
 func (s *server) plan(ctx context.Context, req PlanRequest) (plan.Plan, error) {
 	if err := req.check(); err != nil {
 		return plan.Plan{}, err
 	}
-	path := req.Model
-	if path == "" {
-		if m, err := s.current(); err == nil {
-			path = m.Info().Path
-		}
-	}
-	var f *gguf.File
-	var err error
-	if path == "" {
-		f, err = gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
-	} else {
-		f, err = gguf.Open(path)
-	}
-	if err != nil {
-		return plan.Plan{}, fmt.Errorf("open model %q for the plan: %w", path, err)
-	}
-	defer f.Close()
-	devs, err := vulkan.Devices()
-	if err == nil && len(devs) == 0 {
-		err = vulkan.ErrNoDevice
-	}
-	if err != nil {
-		return plan.Plan{}, fmt.Errorf("no Vulkan device to plan for: %w (`vkllm plan --assume-heap-mb N` plans for a described device)", err)
-	}
-	want := -1
-	if req.Device != nil {
-		want = *req.Device
-	}
-	vd, err := vulkan.ChooseDevice(devs, want)
+	f, path, err := s.openPlanModel(req.Model)
 	if err != nil {
 		return plan.Plan{}, err
 	}
-	dev := planinput.DeviceOf(vd)
-	in, err := planinput.Input(f, dev, planinput.PinOf(req.VRAMMB, store.StoredPinMB(ctx, dev.Key)), planinput.Ctx(req.Ctx, req.CtxStrict))
+	defer f.Close()
+	dev, err := planDevice(req.Device)
 	if err != nil {
-		return plan.Plan{}, fmt.Errorf("plan input for %q: %w", path, err)
+		return plan.Plan{}, err
 	}
-	if path == "" {
-		in.Model.Name = embedded.Name + " (embedded)"
+	in, err := s.planInputFor(ctx, f, path, dev, req)
+	if err != nil {
+		return plan.Plan{}, err
 	}
 	return plan.Compute(in), nil
 }
