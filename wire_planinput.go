@@ -11,4 +11,5 @@ import (
 func (e sidecarEngine) PlanInput(ctx context.Context, req app.PlanRequest) (json.RawMessage, error) {
 	return e.sup.PlanInput(ctx, req)
 }
+
 var _ app.PlanInputEngine = sidecarEngine{}

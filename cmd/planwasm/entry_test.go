@@ -38,7 +38,7 @@ func seedInput(t *testing.T, dev plan.Device, pin plan.Pin, ctx int) plan.Input 
 	}
 	specs = append(specs,
 		plan.TensorSpec{Name: "output_norm.weight", Type: "F32", Dims: []uint64{4096}, Size: 4096 * 4},
-		plan.TensorSpec{Name: "output.weight", Type: "Q6_K", Dims: []uint64{4096, 32000}, Size: q(4096*32000)})
+		plan.TensorSpec{Name: "output.weight", Type: "Q6_K", Dims: []uint64{4096, 32000}, Size: q(4096 * 32000)})
 	ups, err := plan.UploadList(specs)
 	if err != nil {
 		t.Fatalf("upload list: %v", err)
