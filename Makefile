@@ -92,7 +92,7 @@ glslc:
 
 ## ui-tests: both UI suites in one node test run, so its summary closes the output
 ui-tests: $(APP)
-	cd frontend && VKLLM_APP=../$(APP) node --test e2e/chat.test.mjs e2e/gpu.test.mjs e2e/context.test.mjs e2e/bench.test.mjs e2e/markdown.test.mjs e2e/settings.test.mjs e2e/actions.test.mjs e2e/window.test.mjs
+	cd frontend && VKLLM_APP=../$(APP) node --test e2e/chat.test.mjs e2e/gpu.test.mjs e2e/context.test.mjs e2e/bench.test.mjs e2e/markdown.test.mjs e2e/settings.test.mjs e2e/actions.test.mjs e2e/conversations.test.mjs e2e/window.test.mjs
 
 ## e2e: headless Chromium against the browser-mode server (real sidecar, embedded model)
 e2e: $(APP)

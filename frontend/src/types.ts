@@ -9,6 +9,13 @@ export interface Conversation {
   contextPolicy: ContextPolicy;
 }
 
+// ConversationExport is one conversation written out as a file (ChatService.ExportConversation).
+export interface ConversationExport {
+  fileName: string;
+  mimeType: string;
+  content: string;
+}
+
 // What a conversation does once its history outgrows the context (app/context.go).
 export type ContextPolicy = "rolling" | "truncate-middle" | "stop";
 

@@ -1,7 +1,8 @@
 // Conversations, the messages of the one shown, and the reply being generated, kept current by
 // the chat:event and chat:delta events.
 import { api, errText } from "../lib/api";
-import type { ChatDelta, ChatEvent, ChatSettings, ContextPolicy, ContextUse, Conversation, Message } from "../types";
+import type { ChatDelta, ChatEvent, ChatSettings, ContextPolicy, ContextUse, Conversation, ConversationExport, Message } from "../types";
+import { saveFile } from "../lib/save";
 import { notice } from "./notice.svelte";
 import { view } from "./view.svelte";
 
@@ -17,6 +18,17 @@ class ChatState {
   // The generation settings of the conversation shown; for a new chat, the ones it will start with.
   settings = $state<ChatSettings | null>(null);
   settingsError = $state("");
+  // The search over titles and message text: the query typed, and the conversations it found
+  // (null = no search, the whole list shows).
+  query = $state("");
+  found = $state<Conversation[] | null>(null);
+  // The conversation deleted last, while its Undo is offered; the store removes it for good when
+  // the Undo expires (or, had the app closed first, at its next start).
+  undoable = $state<{ id: number; title: string } | null>(null);
+  // Set to a user message's id to open its editor (Up in an empty composer); MessageItem clears it.
+  editRequest = $state(0);
+  private undoTimer: ReturnType<typeof setTimeout> | undefined;
+  private searchSeq = 0;
   private newChatSettingsEdited = false; // the settings of a new chat were changed before its first message
 
   private sendingConv = 0; // the conversation whose reply is generating (Stop targets it)
@@ -80,14 +92,105 @@ class ChatState {
     this.focusComposer++;
   }
 
-  async remove(id: number) {
+  // shown is the list the sidebar shows: the search's hits while there is a query.
+  get shown(): Conversation[] {
+    return this.found ?? this.conversations;
+  }
+
+  async search(query: string) {
+    this.query = query;
+    const seq = ++this.searchSeq;
+    if (!query.trim()) {
+      this.found = null;
+      return;
+    }
     try {
-      await api.call("ChatService", "DeleteConversation", id);
+      const hits = await api.call<Conversation[]>("ChatService", "SearchConversations", query);
+      if (seq === this.searchSeq) this.found = hits;
+    } catch (e) {
+      notice.show(`Could not search the conversations: ${errText(e)}`, "error");
+    }
+  }
+
+  private async refreshList() {
+    await this.loadConversations();
+    if (this.query.trim()) await this.search(this.query);
+  }
+
+  async rename(id: number, title: string): Promise<boolean> {
+    try {
+      const c = await api.call<Conversation>("ChatService", "RenameConversation", id, title);
+      const i = this.conversations.findIndex((x) => x.id === c.id);
+      if (i >= 0) this.conversations[i] = c;
+      await this.refreshList();
+      return true;
+    } catch (e) {
+      notice.show(`Could not rename the conversation: ${errText(e)}`, "error");
+      return false;
+    }
+  }
+
+  // remove deletes a conversation with an Undo offered for undoSeconds; a second delete ends the
+  // first one's Undo (that conversation goes for good).
+  async remove(id: number) {
+    const title = this.conversations.find((x) => x.id === id)?.title ?? "";
+    try {
+      await api.call("ChatService", "TrashConversation", id);
     } catch (e) {
       notice.show(`Could not delete the conversation: ${errText(e)}`, "error");
+      return;
     }
+    await this.expireUndo();
+    this.undoable = { id, title };
+    this.undoTimer = setTimeout(() => void this.expireUndo(), undoSeconds * 1000);
     if (this.current === id) await this.open(0);
-    await this.loadConversations();
+    await this.refreshList();
+  }
+
+  async undoRemove() {
+    const u = this.undoable;
+    if (!u) return;
+    clearTimeout(this.undoTimer);
+    this.undoable = null;
+    try {
+      await api.call<Conversation>("ChatService", "RestoreConversation", u.id);
+    } catch (e) {
+      notice.show(`Could not undo the delete: ${errText(e)}`, "error");
+      return;
+    }
+    await this.refreshList();
+    await this.open(u.id);
+  }
+
+  private async expireUndo() {
+    const u = this.undoable;
+    if (!u) return;
+    clearTimeout(this.undoTimer);
+    this.undoable = null;
+    try {
+      await api.call("ChatService", "DeleteConversation", u.id);
+    } catch (e) {
+      notice.show(`Could not remove the deleted conversation: ${errText(e)}`, "error");
+    }
+  }
+
+  async exportConversation(id: number, format: "markdown" | "json") {
+    try {
+      const f = await api.call<ConversationExport>("ChatService", "ExportConversation", id, format);
+      saveFile(f.fileName, f.mimeType, f.content);
+    } catch (e) {
+      notice.show(`Could not export the conversation: ${errText(e)}`, "error");
+    }
+  }
+
+  // editLastUserMessage opens the editor of the conversation's last user message (Up in an
+  // empty composer); false when there is none or a reply is generating.
+  editLastUserMessage(): boolean {
+    if (this.sending) return false;
+    const last = [...this.messages].reverse().find((m) => m.role === "user");
+    if (!last) return false;
+    this.editRequest = last.id;
+    return true;
   }
 
   async setPolicy(policy: ContextPolicy) {
@@ -137,7 +240,7 @@ class ChatState {
     } finally {
       this.awaitingNew = false;
       this.sending = false;
-      await this.loadConversations();
+      await this.refreshList();
       this.focusComposer++;
     }
     return true;
@@ -228,6 +331,9 @@ class ChatState {
     if (m) m.content += d.text;
   }
 }
+
+// undoSeconds is how long a deleted conversation can be brought back.
+export const undoSeconds = 8;
 
 export const chat = new ChatState();
 
