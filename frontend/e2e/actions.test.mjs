@@ -5,10 +5,10 @@
 //   VKLLM_APP=../build/bin/vkllm-app node --test e2e/actions.test.mjs
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { appBin, openBrowser, startApp, stopApp } from "./browser-app.mjs";
+import { appBin, openBrowser, startApp, closeApp, waitIdle } from "./browser-app.mjs";
 
 const echoEngine = new URL("./echo-engine.mjs", import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-act-data-"));
@@ -30,17 +30,9 @@ before(async () => {
   await page.locator("#model-name", { hasText: "echo.gguf" }).waitFor();
 });
 
-after(async () => {
-  await context?.close();
-  await stopApp(server);
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profileDir, { recursive: true, force: true });
-});
+after(() => closeApp(context, server, dataDir, profileDir));
 
-// idle waits until no reply is streaming and the composer can send again.
-async function idle() {
-  await page.waitForFunction(() => !document.querySelector('.msg[data-state="streaming"]') && !document.querySelector("#send").disabled);
-}
+const idle = () => waitIdle(page);
 
 async function send(text) {
   await page.locator("#composer-input").fill(text);

@@ -9,10 +9,10 @@
 // BENCH_SHOT=path keeps a screenshot of the tab after the runs (docs/screenshot-bench.png).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, existsSync, writeFileSync } from "node:fs";
+import { mkdtempSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { appBin, openBrowser, startApp, stopApp } from "./browser-app.mjs";
+import { appBin, openBrowser, startApp, closeApp } from "./browser-app.mjs";
 
 
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-bench-e2e-data-"));
@@ -28,12 +28,7 @@ before(async () => {
   ({ context, page } = await openBrowser(profileDir, { viewport: { width: 1180, height: 780 } }));
 });
 
-after(async () => {
-  await context?.close();
-  await stopApp(server);
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profileDir, { recursive: true, force: true });
-});
+after(() => closeApp(context, server, dataDir, profileDir));
 
 // listenBench records the bench:event payloads the page receives into window.__benchEvents.
 async function listenBench() {

@@ -2,6 +2,7 @@
 // the Chromium flags this machine needs, starting/stopping the app in browser mode, and opening
 // headless Chromium with its first page.
 import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
 import { resolve } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -56,6 +57,19 @@ export function stopApp(s) {
     s.proc.kill("SIGTERM");
     setTimeout(() => s.proc.kill("SIGKILL"), 10_000).unref();
   });
+}
+
+// closeApp closes the browser context, stops the app and removes the test's folders: every
+// test file's teardown.
+export async function closeApp(context, server, ...dirs) {
+  await context?.close();
+  await stopApp(server);
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+}
+
+// waitIdle waits until no reply is streaming and the composer can send again.
+export async function waitIdle(page) {
+  await page.waitForFunction(() => !document.querySelector('.msg[data-state="streaming"]') && !document.querySelector("#send").disabled);
 }
 
 // openBrowser starts headless Chromium with a fresh profile in profileDir (extra launch options

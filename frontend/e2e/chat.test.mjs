@@ -8,11 +8,11 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { appBin, openBrowser, startApp, stopApp } from "./browser-app.mjs";
+import { appBin, openBrowser, startApp, stopApp, closeApp } from "./browser-app.mjs";
 
 const here = new URL(".", import.meta.url).pathname;
 
@@ -30,12 +30,7 @@ before(async () => {
   ({ context, page } = await openBrowser(profileDir));
 });
 
-after(async () => {
-  await context?.close();
-  await stopApp(server);
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profileDir, { recursive: true, force: true });
-});
+after(() => closeApp(context, server, dataDir, profileDir));
 
 const prompt = "Once upon a time";
 let reply = "";

@@ -9,10 +9,10 @@
 // the second's: a turn that does not roll evaluates only its new text.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { appBin, openBrowser, startApp, stopApp } from "./browser-app.mjs";
+import { appBin, openBrowser, startApp, closeApp } from "./browser-app.mjs";
 
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-e2e-ctx-data-"));
 const profileDir = mkdtempSync(join(tmpdir(), "vkllm-e2e-ctx-chromium-"));
@@ -26,12 +26,7 @@ before(async () => {
   ({ context, page } = await openBrowser(profileDir));
 });
 
-after(async () => {
-  await context?.close();
-  await stopApp(server);
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profileDir, { recursive: true, force: true });
-});
+after(() => closeApp(context, server, dataDir, profileDir));
 
 const sentences = [
   "The little cat saw a big red ball in the park and ran after it all day long.",

@@ -6,10 +6,10 @@
 //   VKLLM_APP=../build/bin/vkllm-app node --test e2e/conversations.test.mjs
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, existsSync, readFileSync } from "node:fs";
+import { mkdtempSync, existsSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { appBin, openBrowser, startApp, stopApp } from "./browser-app.mjs";
+import { appBin, openBrowser, startApp, closeApp, waitIdle } from "./browser-app.mjs";
 
 const echoEngine = new URL("./echo-engine.mjs", import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-conv-data-"));
@@ -27,16 +27,9 @@ before(async () => {
   await page.locator("#model-name", { hasText: "echo.gguf" }).waitFor();
 });
 
-after(async () => {
-  await context?.close();
-  await stopApp(server);
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profileDir, { recursive: true, force: true });
-});
+after(() => closeApp(context, server, dataDir, profileDir));
 
-async function idle() {
-  await page.waitForFunction(() => !document.querySelector('.msg[data-state="streaming"]') && !document.querySelector("#send").disabled);
-}
+const idle = () => waitIdle(page);
 
 // newChatWith starts a new chat and sends text, waiting for the echoed reply.
 async function newChatWith(text) {

@@ -7,10 +7,10 @@
 //   VKLLM_APP=../build/bin/vkllm-app node --test e2e/gpu.test.mjs
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { appBin, openBrowser, startApp, stopApp } from "./browser-app.mjs";
+import { appBin, openBrowser, startApp, stopApp, closeApp } from "./browser-app.mjs";
 
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-e2e-gpu-data-"));
 const profileDir = mkdtempSync(join(tmpdir(), "vkllm-e2e-gpu-chromium-"));
@@ -26,12 +26,7 @@ before(async () => {
   ({ context, page } = await openBrowser(profileDir));
 });
 
-after(async () => {
-  await context?.close();
-  await stopApp(server);
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profileDir, { recursive: true, force: true });
-});
+after(() => closeApp(context, server, dataDir, profileDir));
 
 test("with a 512 MiB pin the header says the model is resident on Vulkan, as the plan does", async () => {
   await page.goto(server.url);

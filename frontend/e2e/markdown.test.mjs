@@ -5,12 +5,12 @@
 //   VKLLM_APP=../build/bin/vkllm-app node --test e2e/markdown.test.mjs
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
-import { appBin, chromiumPath, chromiumFlags, startApp, stopApp } from "./browser-app.mjs";
+import { appBin, chromiumPath, chromiumFlags, startApp, closeApp } from "./browser-app.mjs";
 
 const echoEngine = new URL("./echo-engine.mjs", import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-md-data-"));
@@ -38,12 +38,7 @@ before(async () => {
   await page.locator("#model-name", { hasText: "echo.gguf" }).waitFor();
 });
 
-after(async () => {
-  await context?.close();
-  await stopApp(server);
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profileDir, { recursive: true, force: true });
-});
+after(() => closeApp(context, server, dataDir, profileDir));
 
 // ask sends text as the user and waits for the echoed reply to complete; it returns its bubble.
 let turns = 0;

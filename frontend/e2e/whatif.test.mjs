@@ -7,10 +7,10 @@
 //   VKLLM_APP=../build/bin/vkllm-app node --test e2e/whatif.test.mjs
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { appBin, openBrowser, startApp, stopApp } from "./browser-app.mjs";
+import { appBin, openBrowser, startApp, closeApp } from "./browser-app.mjs";
 
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-e2e-whatif-data-"));
 const profileDir = mkdtempSync(join(tmpdir(), "vkllm-e2e-whatif-chromium-"));
@@ -32,12 +32,7 @@ before(async () => {
   hasGPU = (devices.vulkan ?? []).length > 0;
 });
 
-after(async () => {
-  await context?.close();
-  await stopApp(server);
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profileDir, { recursive: true, force: true });
-});
+after(() => closeApp(context, server, dataDir, profileDir));
 
 // callService calls a bound Go service through the browser-mode API, as the page does.
 async function callService(service, method, ...args) {
