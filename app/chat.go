@@ -401,6 +401,7 @@ func (s *ChatService) finish(ctx context.Context, conversationID int64, asst Mes
 		slog.Warn("reply interrupted", "conversation", conversationID, "message", asst.ID, "chars", len(asst.Content), "err", genErr)
 	default:
 		asst.State = StateError
+		genErr = newReplyError(genErr)
 		if asst.Content == "" {
 			asst.Content = genErr.Error()
 		}
@@ -412,7 +413,7 @@ func (s *ChatService) finish(ctx context.Context, conversationID int64, asst Mes
 		return asst, fitErr
 	}
 	if asst.State == StateError {
-		return asst, fmt.Errorf("generate reply: %w", genErr)
+		return asst, genErr // one sentence (replyError), wrapping the cause
 	}
 	return asst, nil
 }

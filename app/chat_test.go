@@ -136,8 +136,11 @@ func TestEngineErrorSavesReplyAsError(t *testing.T) {
 	st := newMemStore()
 	svc := NewChatService(context.Background(), eng, st, &recorder{})
 	got, err := svc.Send(0, "hi")
-	if err == nil || !strings.Contains(err.Error(), "model not loaded") {
-		t.Fatalf("err = %v, want the engine's error", err)
+	if err == nil || err.Error() != "Model not loaded." || !errors.Is(err, eng.failWith) {
+		t.Fatalf("err = %v, want the engine's error as one sentence, wrapping it", err)
+	}
+	if got.Content != "Model not loaded." {
+		t.Fatalf("reply text %q, want the sentence", got.Content)
 	}
 	if got.State != StateError {
 		t.Fatalf("reply state = %s, want error", got.State)
