@@ -83,7 +83,9 @@ func TestRealSidecarSurvivesRepeatedKillsMidGeneration(t *testing.T) {
 	t.Setenv("VKLLM_DATA_DIR", dir)
 	restarts := &restartCounter{changed: make(chan struct{})}
 	ctx := context.Background()
-	s, err := Start(ctx, SupervisorOptions{Binary: bin, Args: []string{"serve", "--cpu"}, DataDir: dir, OnEvent: restarts.add})
+	// Restarts wait 10-100 ms instead of 0.1-4 s: the test crashes the engine on purpose, back to back.
+	s, err := Start(ctx, SupervisorOptions{Binary: bin, Args: []string{"serve", "--cpu"}, DataDir: dir, OnEvent: restarts.add,
+		BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Start %s serve: %v", bin, err)
 	}

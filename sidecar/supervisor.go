@@ -68,6 +68,9 @@ type SupervisorOptions struct {
 	// stream (it may wait in line behind other work); a streamed body has no limit, since a hung
 	// engine is caught by the health deadline instead. Zero means the defaults above.
 	RequestTimeout, LoadTimeout, StreamTimeout time.Duration
+	// BackoffMin and BackoffMax bound the wait before a restart (see backoffMin); zero means
+	// those defaults. Tests that crash the engine many times shorten them.
+	BackoffMin, BackoffMax time.Duration
 }
 
 // withDefaults fills the zero timeouts.
@@ -82,6 +85,8 @@ func (o SupervisorOptions) withDefaults() SupervisorOptions {
 	def(&o.RequestTimeout, defaultRequestTimeout)
 	def(&o.LoadTimeout, defaultLoadTimeout)
 	def(&o.StreamTimeout, defaultStreamTimeout)
+	def(&o.BackoffMin, backoffMin)
+	def(&o.BackoffMax, max(backoffMax, o.BackoffMin))
 	return o
 }
 
@@ -321,7 +326,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*instance, error) {
 // watch restarts the process whenever it exits, until Close.
 func (s *Supervisor) watch(inst *instance) {
 	defer close(s.done)
-	backoff := backoffMin
+	backoff := s.opts.BackoffMin
 	for {
 		started := time.Now()
 		select {
@@ -343,7 +348,7 @@ func (s *Supervisor) watch(inst *instance) {
 		s.mu.Unlock()
 		slog.Warn("engine exited; restarting", "reason", reason, "backoff", backoff)
 		if time.Since(started) > stableAfter {
-			backoff = backoffMin
+			backoff = s.opts.BackoffMin
 		}
 		for {
 			select {
@@ -351,7 +356,7 @@ func (s *Supervisor) watch(inst *instance) {
 				return
 			case <-time.After(backoff):
 			}
-			backoff = min(backoff*2, backoffMax)
+			backoff = min(backoff*2, s.opts.BackoffMax)
 			next, err := s.spawn(s.ctx)
 			if err != nil {
 				if s.ctx.Err() != nil {
