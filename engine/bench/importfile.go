@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
+
+	"github.com/vkllm/vkllm/engine/gguf"
 )
 
 // MaxLlamaBenchBytes is the largest llama-bench output ReadLlamaBenchFile reads: a run of a
@@ -22,7 +23,7 @@ func ReadLlamaBenchFile(path string) ([]Record, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file: give the file llama-bench -o json or -o jsonl wrote", path, nonRegularKind(st.Mode()))
+		return nil, fmt.Errorf("%s is %s, not a regular file: give the file llama-bench -o json or -o jsonl wrote", path, gguf.FileKind(st.Mode()))
 	}
 	if st.Size() > MaxLlamaBenchBytes {
 		return nil, fmt.Errorf("%s has %d bytes, more than the %d of any llama-bench output: is it the right file?", path, st.Size(), MaxLlamaBenchBytes)
@@ -40,21 +41,4 @@ func ReadLlamaBenchFile(path string) ([]Record, error) {
 		return nil, fmt.Errorf("%s has more than the %d bytes of any llama-bench output: is it the right file?", path, MaxLlamaBenchBytes)
 	}
 	return ParseLlamaBench(bytes.NewReader(data))
-}
-
-func nonRegularKind(mode fs.FileMode) string {
-	switch {
-	case mode.IsDir():
-		return "a directory"
-	case mode&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case mode&fs.ModeSocket != 0:
-		return "a socket"
-	case mode&fs.ModeCharDevice != 0:
-		return "a character device"
-	case mode&fs.ModeDevice != 0:
-		return "a block device"
-	default:
-		return "a special file"
-	}
 }

@@ -21,7 +21,7 @@ func checkRegular(path string) error {
 
 // notRegular is the error for a model path naming something other than a regular file.
 func notRegular(path string, mode fs.FileMode) error {
-	return &notRegularError{path: path, kind: fileKind(mode)}
+	return &notRegularError{path: path, kind: FileKind(mode)}
 }
 
 // notRegularError matches ErrNotRegular.
@@ -33,7 +33,9 @@ func (e *notRegularError) Error() string {
 
 func (e *notRegularError) Is(target error) bool { return target == ErrNotRegular }
 
-func fileKind(mode fs.FileMode) string {
+// FileKind names what a file of this non-regular mode is ("a named pipe (FIFO)", "a directory",
+// ...), for errors that refuse such a path.
+func FileKind(mode fs.FileMode) string {
 	switch {
 	case mode.IsDir():
 		return "a directory"
