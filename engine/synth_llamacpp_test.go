@@ -64,7 +64,7 @@ func TestSynthModelsMatchLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			compared := compareWithReference(t, e, readCases(t, golden), synthTolerance, synthNearTie)
+			compared := compareWithReference(t, e, readCases(t, golden), synthTolerance, synthNearTie, false)
 			t.Logf("%d steps compared", compared)
 			if compared < 8 {
 				t.Errorf("only %d steps compared before near-ties: the golden file no longer tests much", compared)
@@ -74,8 +74,9 @@ func TestSynthModelsMatchLlamaCpp(t *testing.T) {
 }
 
 // compareWithReference runs every case greedily and compares it step by step with llama.cpp's
-// ids and top-5 logits until the first near-tie, returning the steps compared.
-func compareWithReference(t *testing.T, e *Engine, cases []refCase, tol, tie float64) int {
+// ids until the first near-tie (a reference top-2 gap under tie), and its top-5 logits within tol
+// at every compared step (at the first only with firstStepLogits), returning the steps compared.
+func compareWithReference(t *testing.T, e *Engine, cases []refCase, tol, tie float64, firstStepLogits bool) int {
 	t.Helper()
 	r := e.Runner()
 	compared := 0
@@ -99,7 +100,7 @@ func compareWithReference(t *testing.T, e *Engine, cases []refCase, tol, tie flo
 			for _, p := range top {
 				d := math.Abs(float64(logits[int(p[0])]) - p[1])
 				maxDev = math.Max(maxDev, d)
-				if d > tol {
+				if d > tol && (step == 0 || !firstStepLogits) {
 					t.Errorf("prompt %q step %d: logit of token %d is %.5f, llama.cpp %.5f (tolerance %g)", c.Prompt, step, int(p[0]), logits[int(p[0])], p[1], tol)
 				}
 			}
@@ -119,7 +120,7 @@ func compareWithReference(t *testing.T, e *Engine, cases []refCase, tol, tie flo
 			}
 			pos++
 		}
-		t.Logf("prompt %q: largest top-5 logit deviation over the compared steps %.2g", c.Prompt, maxDev)
+		t.Logf("prompt %q: largest top-5 logit deviation over the compared steps %.5f", c.Prompt, maxDev)
 	}
 	return compared
 }
