@@ -3,7 +3,6 @@ package vulkan
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand"
 	"strings"
 	"testing"
@@ -120,51 +119,9 @@ func checkCoopmatGEMM(t *testing.T, c *Context, typ quant.Type, k, n, m int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wd := make([]float32, k*n)
-	if err := quant.Dequantize(typ, wq, wd); err != nil {
-		t.Fatal(err)
-	}
-	xs, ys := k+32, n+3
-	x := randVec(rng, xs*m, 1)
-	wb, xb := uploadBytes(t, c, wq), upload(t, c, x)
-	ones := make([]float32, ys*m)
-	for i := range ones {
-		ones[i] = 1
-	}
-	yb, ya := upload(t, c, ones), upload(t, c, ones)
-	run(t, c, func(s *Seq) {
-		s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, m, xs, ys, false)
-		s.MatMul(typ, wb.All(), xb.All(), ya.All(), k, n, m, xs, ys, true)
+	checkProduct(t, c, typ, wq, k, n, m, k+32, n+3, func(e, e16, mag float64) bool {
+		return e16 <= 1e-4*mag+1e-5 && e <= 2e-3*mag+1e-5
 	})
-	got, gotAcc := readF32(t, yb, ys*m), readF32(t, ya, ys*m)
-	worst16, worst := 0.0, 0.0
-	for tok := 0; tok < m; tok++ {
-		for r := 0; r < ys; r++ {
-			o := tok*ys + r
-			if r >= n {
-				if got[o] != 1 || gotAcc[o] != 1 {
-					t.Fatalf("token %d: element %d past the %d rows was written", tok, r, n)
-				}
-				continue
-			}
-			var ref, ref16, mag float64
-			for i := 0; i < k; i++ {
-				wv, xv := wd[r*k+i], x[tok*xs+i]
-				ref += float64(wv) * float64(xv)
-				ref16 += roundF16(wv) * roundF16(xv)
-				mag += math.Abs(float64(wv) * float64(xv))
-			}
-			e16 := math.Abs(float64(got[o]) - ref16)
-			e := math.Abs(float64(got[o]) - ref)
-			if e16 > 1e-4*mag+1e-5 || math.Abs(float64(gotAcc[o])-(ref16+1)) > 1e-4*mag+1e-5 || e > 2e-3*mag+1e-5 {
-				t.Fatalf("token %d row %d: got %v (accumulated %v, from 1), want %v exact, %v with fp16 inputs (Σ|w·x| %v)",
-					tok, r, got[o], gotAcc[o], ref, ref16, mag)
-			}
-			worst16 = math.Max(worst16, e16/mag)
-			worst = math.Max(worst, e/mag)
-		}
-	}
-	t.Logf("max |err|/Σ|w·x|: %.2g against exact, %.2g against fp16-rounded inputs", worst, worst16)
 }
 
 // randomQ4K makes rows×k/256 valid Q4_K blocks (finite scales) from random bytes.

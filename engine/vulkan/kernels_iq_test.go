@@ -122,7 +122,7 @@ func TestIQuantMatMulWithinBoundOfDequantizedReference(t *testing.T) {
 					}
 					rng := rand.New(rand.NewSource(int64(typ)*100 + int64(k+m)))
 					wq := randomIQBlocks(rng, typ, k*n/typ.BlockSize(), iqElementScale(typ))
-					checkIQProduct(t, c, typ, wq, k, n, m, k, n, func(e, e16, mag float64) bool { return e <= 1e-5*mag+1e-6 })
+					checkProduct(t, c, typ, wq, k, n, m, k, n, func(e, e16, mag float64) bool { return e <= 1e-5*mag+1e-6 })
 				})
 			}
 		}
@@ -145,17 +145,17 @@ func TestIQuantCoopmatGEMMWithinBound(t *testing.T) {
 			}
 			rng := rand.New(rand.NewSource(int64(typ) * 7))
 			wq := randomIQBlocks(rng, typ, k*n/typ.BlockSize(), iqElementScale(typ))
-			checkIQProduct(t, c, typ, wq, k, n, m, k+32, n+3, func(e, e16, mag float64) bool {
+			checkProduct(t, c, typ, wq, k, n, m, k+32, n+3, func(e, e16, mag float64) bool {
 				return e16 <= 1e-4*mag+1e-5 && e <= 2e-3*mag+1e-5
 			})
 		})
 	}
 }
 
-// checkIQProduct runs MatMul of the n×k weights wq of typ with m random tokens (strides xs,
+// checkProduct runs MatMul of the n×k weights wq of typ with m random tokens (strides xs,
 // ys) plain and accumulating onto ones, and checks every output with ok(|err|, |err against
 // fp16-rounded inputs|, Σ|w·x|); rows past n must stay untouched.
-func checkIQProduct(t *testing.T, c *Context, typ quant.Type, wq []byte, k, n, m, xs, ys int, ok func(e, e16, mag float64) bool) {
+func checkProduct(t *testing.T, c *Context, typ quant.Type, wq []byte, k, n, m, xs, ys int, ok func(e, e16, mag float64) bool) {
 	t.Helper()
 	wd := dequantized(t, typ, wq, k*n)
 	rng := rand.New(rand.NewSource(int64(k*n + m)))
