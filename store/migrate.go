@@ -148,6 +148,31 @@ ALTER TABLE messages ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE conversations ADD COLUMN deleted_at_ms INTEGER NOT NULL DEFAULT 0;
 `,
+	// 6: a regenerated reply keeps its earlier versions as alternatives (message_alternatives,
+	// one row per version; messages.alt_index says which one the messages row holds), and each
+	// model's load options (context, device, KV cache type as JSON) by its path ('' = the
+	// embedded model).
+	`
+ALTER TABLE messages ADD COLUMN alt_index INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE message_alternatives (
+	message_id      INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	n               INTEGER NOT NULL CHECK (n >= 0),
+	content         TEXT NOT NULL DEFAULT '',
+	state           TEXT NOT NULL CHECK (state IN ('complete','streaming','interrupted','error')),
+	model           TEXT NOT NULL DEFAULT '',
+	tokens_per_sec  REAL NOT NULL DEFAULT 0,
+	ttft_ms         INTEGER NOT NULL DEFAULT 0,
+	settings        TEXT NOT NULL DEFAULT '',
+	stop_reason     TEXT NOT NULL DEFAULT '',
+	created_at_ms   INTEGER NOT NULL,
+	PRIMARY KEY (message_id, n)
+);
+CREATE TABLE model_load_options (
+	model_path      TEXT PRIMARY KEY,
+	options         TEXT NOT NULL,
+	updated_at_ms   INTEGER NOT NULL
+);
+`,
 }
 
 // SchemaVersion is the schema version this build writes.
