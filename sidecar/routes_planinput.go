@@ -65,7 +65,7 @@ func (s *server) openPlanModel(model string) (*gguf.File, string, error) {
 	if path == "" {
 		f, err = gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
 	} else {
-		f, err = gguf.Open(path)
+		f, err = gguf.OpenHeader(path) // the plan needs the header only; the weights may be absent
 	}
 	if err != nil {
 		return nil, path, fmt.Errorf("open model %q for the plan: %w", path, err)

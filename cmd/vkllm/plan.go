@@ -176,7 +176,8 @@ func openPlanModel(path string) (*gguf.File, error) {
 		}
 		return f, nil
 	}
-	f, err := gguf.Open(path)
+	// The plan reads only the header: a header-only file or a download cut short plans as well.
+	f, err := gguf.OpenHeader(path)
 	if err != nil {
 		return nil, fmt.Errorf("open model %s: %w", path, err)
 	}

@@ -38,6 +38,9 @@ type File struct {
 	DataOffset int64    // start of the (first part's) tensor data section
 	Size       int64    // bytes of all parts together
 	Parts      []string // paths of every part; one entry for an unsplit file
+	// MissingBytes is how much tensor data the file lacks (OpenHeader of a header-only or
+	// truncated file); 0 for a whole file, and always 0 from Open.
+	MissingBytes int64
 
 	kvIndex     map[string]int
 	tensorIndex map[string]int
@@ -59,6 +62,9 @@ type TensorInfo struct {
 	Size   int64    // bytes
 	Data   []byte   // view into the file's mapping; valid until Close
 	Split  int      // index of the part (0 for an unsplit file)
+	// Absent is set by OpenHeader when the file ends before this tensor's data does (a
+	// header-only or cut download); Data is nil then.
+	Absent bool
 }
 
 // Elements is the number of elements (the product of the dimensions).
@@ -81,8 +87,20 @@ func (t TensorInfo) Rows() int64 {
 // Open maps the GGUF file at path. When path is one part of a split model
 // ("name-0000K-of-0000N.gguf" with split.count N), every part is opened and the tensors merged.
 // Close releases the mapping; tensor Data must not be used after it.
-func Open(path string) (*File, error) {
-	f, err := openOne(path, 0)
+func Open(path string) (*File, error) { return open(path, false) }
+
+// OpenHeader is Open for what needs only the header (metadata and tensor infos): planning and the
+// model library. The weights may be absent or cut (a header-only file, the first bytes of a
+// download): such tensors are marked Absent and MissingBytes says how much is missing. Only the
+// header's pages of the mapping are read. A header that is itself cut short is still an error
+// (wrapping ErrTruncated) that says so.
+func OpenHeader(path string) (*File, error) { return open(path, true) }
+
+// Complete reports whether the file holds every tensor's data (always true from Open).
+func (f *File) Complete() bool { return f.MissingBytes == 0 }
+
+func open(path string, headerOnly bool) (*File, error) {
+	f, err := openOne(path, 0, headerOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +128,7 @@ func Open(path string) (*File, error) {
 	if no != 1 {
 		// Opening any part opens the whole model from its first part.
 		f.Close()
-		return Open(splitPath(prefix, 1, count))
+		return open(splitPath(prefix, 1, count), headerOnly)
 	}
 	if err := f.checkSplitNo(0, count); err != nil {
 		f.Close()
@@ -118,7 +136,7 @@ func Open(path string) (*File, error) {
 	}
 	for k := 2; k <= count; k++ {
 		p := splitPath(prefix, k, count)
-		part, err := openOne(p, k-1)
+		part, err := openOne(p, k-1, headerOnly)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("open part %d of %d of %s: %w", k, count, path, err)
@@ -142,6 +160,7 @@ func Open(path string) (*File, error) {
 			f.Tensors = append(f.Tensors, t)
 		}
 		f.Size += part.Size
+		f.MissingBytes += part.MissingBytes
 		f.Parts = append(f.Parts, p)
 	}
 	if v, ok := f.Get(KeySplitTensors); ok {
@@ -203,13 +222,16 @@ func splitPath(prefix string, no, total int) string {
 }
 
 // openOne maps and parses a single file.
-func openOne(path string, split int) (*File, error) {
+func openOne(path string, split int, headerOnly bool) (*File, error) {
 	data, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("open gguf: %w", err)
 	}
-	f, err := parse(path, data, split)
+	f, err := parse(path, data, split, headerOnly)
 	if err != nil {
+		if headerOnly {
+			err = headerCut(path, err)
+		}
 		if uerr := unmap(); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
@@ -237,7 +259,7 @@ func OpenBytes(name string, data []byte) (*File, error) {
 		copy(buf, data)
 		data = buf
 	}
-	f, err := parse(name, data, 0)
+	f, err := parse(name, data, 0, false)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +427,22 @@ func (f *File) Summary() string {
 		b.WriteString(")")
 	}
 	fmt.Fprintf(&b, ", %s", humanBytes(f.Size))
+	if !f.Complete() {
+		fmt.Fprintf(&b, ", header only (%s of tensor data missing)", humanBytes(f.MissingBytes))
+	}
 	return b.String()
+}
+
+// headerCut says, for OpenHeader, that a file cut inside its header cannot be planned either:
+// the error keeps the *FormatError (and ErrTruncated) and adds what is needed.
+func headerCut(path string, err error) error {
+	var fe *FormatError
+	if !errors.Is(err, ErrTruncated) || !errors.As(err, &fe) {
+		return err
+	}
+	cut := *fe
+	cut.Msg = "the file ends inside its header (" + fe.Msg + "); planning needs the whole header, the metadata and every tensor info: let the download get further"
+	return &cut
 }
 
 func humanCount(n int64) string {

@@ -274,8 +274,10 @@ func (d *decoder) array(elem ValueType, n, depth int, what string) (Value, error
 }
 
 // parse decodes one GGUF file held in b. Tensor data is not copied: each TensorInfo.Data is a
-// view into b. split is recorded in each TensorInfo.Split.
-func parse(name string, b []byte, split int) (*File, error) {
+// view into b. split is recorded in each TensorInfo.Split. With headerOnly, tensor data that runs
+// past the end of b is marked Absent instead of refused (OpenHeader); the header itself must be
+// whole either way.
+func parse(name string, b []byte, split int, headerOnly bool) (*File, error) {
 	d := &decoder{file: name, b: b}
 	if len(b) < 4 || string(b[:4]) != magic {
 		return nil, notGGUF(name, b)
@@ -363,7 +365,7 @@ func parse(name string, b []byte, split int) (*File, error) {
 
 	align := uint64(f.Alignment)
 	f.DataOffset = int64((d.off + align - 1) / align * align) // d.off ≤ len(b), no overflow
-	if err := f.placeTensors(b, infoOffsets); err != nil {
+	if err := f.placeTensors(b, infoOffsets, headerOnly); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -433,8 +435,9 @@ func (d *decoder) tensorInfo(i uint64) (TensorInfo, error) {
 }
 
 // placeTensors turns relative offsets into absolute ones, checks alignment, bounds and overlap,
-// and points each tensor's Data into b.
-func (f *File) placeTensors(b []byte, infoOffsets []uint64) error {
+// and points each tensor's Data into b. With headerOnly, a tensor whose data the file does not
+// (wholly) hold is marked Absent, its bytes counted in MissingBytes, and keeps a nil Data.
+func (f *File) placeTensors(b []byte, infoOffsets []uint64, headerOnly bool) error {
 	align := uint64(f.Alignment)
 	base := uint64(f.DataOffset)
 	for i := range f.Tensors {
@@ -447,9 +450,19 @@ func (f *File) placeTensors(b []byte, infoOffsets []uint64) error {
 		}
 		abs := base + t.Offset
 		end := abs + uint64(t.Size)
-		if t.Offset > math.MaxInt64-base || abs > math.MaxInt64-uint64(t.Size) || end > uint64(len(b)) {
-			return terr(ErrTensorRange, "data (%d bytes of %v at offset %d in the data section) runs past the end of the file: expected it within %d bytes, the file has %d",
-				t.Size, t.Type, t.Offset, satAdd(satAdd(base, t.Offset), uint64(t.Size)), len(b))
+		if t.Offset > math.MaxInt64-base || abs > math.MaxInt64-uint64(t.Size) {
+			return terr(ErrTensorRange, "data (%d bytes of %v at offset %d in the data section) runs past the end of any file: the offset overflows, expected one within the file",
+				t.Size, t.Type, t.Offset)
+		}
+		if end > uint64(len(b)) {
+			if headerOnly {
+				t.Offset, t.Absent = abs, true
+				f.MissingBytes += int64(end - max(abs, uint64(len(b))))
+				continue
+			}
+			return terr(ErrTensorRange, "data (%d bytes of %v at offset %d in the data section) runs past the end of the file: expected it within %d bytes, the file has %d; "+
+				"the file is cut short (an unfinished download?): it can be planned from its header (vkllm plan) but not loaded until it is whole",
+				t.Size, t.Type, t.Offset, end, len(b))
 		}
 		t.Offset = abs
 		t.Data = b[abs:end:end]

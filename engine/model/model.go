@@ -318,6 +318,9 @@ func matrixOf(t *gguf.TensorInfo, cols, rows int) (Matrix, error) {
 		return Matrix{}, fmt.Errorf("tensor %q: %w", t.Name, err)
 	}
 	n := int(t.Dims[1])
+	if t.Absent { // a header-only file (gguf.OpenHeader): the shape is checked, there is no data
+		return Matrix{Name: t.Name, Type: t.Type, Rows: n, Cols: cols, RowBytes: rb, Info: t}, nil
+	}
 	if len(t.Data) < rb*n {
 		return Matrix{}, fmt.Errorf("tensor %q holds %d bytes, want %d (%d rows of %d %s elements)", t.Name, len(t.Data), rb*n, n, cols, t.Type)
 	}
@@ -357,6 +360,9 @@ func vectorOf(t *gguf.TensorInfo, n int) (Vector, error) {
 		return Vector{}, fmt.Errorf("tensor %q has shape %v, want [%d]", t.Name, t.Dims, n)
 	}
 	vals := make([]float32, n)
+	if t.Absent { // a header-only file (gguf.OpenHeader): zeros stand for the values it lacks
+		return Vector{Name: t.Name, Values: vals, Info: t}, nil
+	}
 	if err := quant.Dequantize(t.Type, t.Data, vals); err != nil {
 		return Vector{}, fmt.Errorf("tensor %q: %w", t.Name, err)
 	}

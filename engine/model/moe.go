@@ -227,6 +227,13 @@ func expertsOf(t *gguf.TensorInfo, cols, rows, count int) (Experts, error) {
 		return Experts{}, fmt.Errorf("tensor %q: %w", t.Name, err)
 	}
 	per := rb * rows
+	if t.Absent { // a header-only file (gguf.OpenHeader): shapes only
+		x := Experts{Name: t.Name, Type: t.Type, Count: count, Rows: rows, Cols: cols, Info: t, Matrices: make([]Matrix, count)}
+		for e := range x.Matrices {
+			x.Matrices[e] = Matrix{Name: fmt.Sprintf("%s[expert %d]", t.Name, e), Type: t.Type, Rows: rows, Cols: cols, RowBytes: rb, Info: t}
+		}
+		return x, nil
+	}
 	if len(t.Data) < per*count {
 		return Experts{}, fmt.Errorf("tensor %q holds %d bytes, want %d (%d experts of %d rows of %d %s elements)",
 			t.Name, len(t.Data), per*count, count, rows, cols, t.Type)
@@ -257,6 +264,9 @@ func (w *weights) rowVector(name string, n int) Matrix {
 		if err != nil {
 			w.err = fmt.Errorf("tensor %q: %w", t.Name, err)
 			return Matrix{}
+		}
+		if t.Absent { // a header-only file (gguf.OpenHeader): the shape only
+			return Matrix{Name: t.Name, Type: t.Type, Rows: 1, Cols: n, RowBytes: rb, Info: t}
 		}
 		if len(t.Data) < rb {
 			w.err = fmt.Errorf("tensor %q holds %d bytes, want %d", t.Name, len(t.Data), rb)

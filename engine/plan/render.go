@@ -237,6 +237,9 @@ func (p Plan) Breakdown() string {
 		}
 	}
 	row("model", "%s (%s, %d layers, dim %d, %d heads / %d KV heads%s, vocab %d, context length %d)", m.Name, m.Arch, m.Layers, m.Embd, m.Heads, m.HeadsKV, experts, m.Vocab, m.CtxLength)
+	if m.HeaderOnly {
+		row("file", "header only: the weights are absent or cut short, which does not change the plan (loading needs the whole file)")
+	}
 	var kinds []string
 	for _, k := range sortedKinds(p.Weights.ByKind) {
 		kinds = append(kinds, fmt.Sprintf("%s %d MB", k, MBUp(p.Weights.ByKind[k])))

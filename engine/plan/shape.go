@@ -14,6 +14,9 @@ type Model struct {
 	HeadDimV  int    `json:"head_dim_v"`
 	Vocab     int    `json:"vocab"`
 	CtxLength int    `json:"ctx_length"` // the model's training context; 0 when the file omits it
+	// HeaderOnly says the plan was made from a file that holds its header but not (all of) its
+	// weights: a header-only file or a download cut short. The plan is the same either way.
+	HeaderOnly bool `json:"header_only,omitempty"`
 
 	// mixture of experts (qwen3moe); zero for a dense model
 	Experts     int `json:"experts,omitempty"`      // expert_count

@@ -42,7 +42,7 @@ func ModelOf(f *gguf.File) (plan.Model, error) {
 	if !ok || arch == "" {
 		return plan.Model{}, fmt.Errorf("model %s: metadata lacks general.architecture", f.Path)
 	}
-	m := plan.Model{Name: filepath.Base(f.Path), Arch: arch}
+	m := plan.Model{Name: filepath.Base(f.Path), Arch: arch, HeaderOnly: !f.Complete()}
 	if name, ok := f.String("general.name"); ok && m.Name == "." {
 		m.Name = name
 	}
