@@ -173,6 +173,37 @@ CREATE TABLE model_load_options (
 	updated_at_ms   INTEGER NOT NULL
 );
 `,
+	// 7: the model library: the GGUF files a scan found (one row per model, a split model's
+	// parts together under its first part's path; scan_key holds the parts' sizes and dates so
+	// an unchanged file is not read again; problem says why the engine cannot run it), the
+	// folders the user added to the scan, and the models opened recently.
+	`
+CREATE TABLE library_models (
+	id              INTEGER PRIMARY KEY,
+	path            TEXT NOT NULL UNIQUE,
+	source          TEXT NOT NULL DEFAULT '',
+	name            TEXT NOT NULL DEFAULT '',
+	arch            TEXT NOT NULL DEFAULT '',
+	params          INTEGER NOT NULL DEFAULT 0,
+	quant           TEXT NOT NULL DEFAULT '',
+	size_bytes      INTEGER NOT NULL DEFAULT 0,
+	context_length  INTEGER NOT NULL DEFAULT 0,
+	parts           INTEGER NOT NULL DEFAULT 1,
+	file_mtime_ms   INTEGER NOT NULL DEFAULT 0,
+	header_only     INTEGER NOT NULL DEFAULT 0,
+	problem         TEXT NOT NULL DEFAULT '',
+	scan_key        TEXT NOT NULL DEFAULT '',
+	updated_at_ms   INTEGER NOT NULL
+);
+CREATE TABLE library_folders (
+	path            TEXT PRIMARY KEY,
+	added_at_ms     INTEGER NOT NULL
+);
+CREATE TABLE recent_models (
+	path            TEXT PRIMARY KEY,
+	opened_at_ms    INTEGER NOT NULL
+);
+`,
 }
 
 // SchemaVersion is the schema version this build writes.
