@@ -119,6 +119,10 @@ type Message struct {
 	// StopReason says why a reply ended: "eos" (the model's end of text), "length" (max tokens
 	// or the context), "stop" (a stop string), "cancelled" (Stop); "" = unknown or a user message.
 	StopReason string `json:"stopReason"`
+	// AltIndex is which version of a regenerated reply this is (0-based) and AltCount how many
+	// versions it has; 0 = never regenerated (ChatService.SelectAlternative flips between them).
+	AltIndex int `json:"altIndex"`
+	AltCount int `json:"altCount"`
 }
 
 // ChatStore keeps conversations and messages; *store.Store satisfies it through main.go's adapter.

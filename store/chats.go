@@ -48,6 +48,11 @@ type Message struct {
 	// StopReason says why a reply ended ("eos", "length", "stop", "cancelled"; "" = unknown or
 	// a user message).
 	StopReason string `json:"stop_reason"`
+	// AltIndex is which version of a regenerated reply the row holds (0-based), AltCount how
+	// many versions it has (0 = never regenerated: no alternatives). Messages fills both;
+	// UpdateMessage keeps the held version's alternative row equal to the message.
+	AltIndex int `json:"alt_index"`
+	AltCount int `json:"alt_count"`
 }
 
 func checkMessage(m Message) error {
@@ -231,6 +236,11 @@ func (s *Store) UpdateMessage(ctx context.Context, m Message) error {
 		if err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, `UPDATE message_alternatives SET content = ?, state = ?, model = ?, tokens_per_sec = ?, ttft_ms = ?, settings = ?, stop_reason = ?
+			WHERE message_id = ?1 AND n = (SELECT alt_index FROM messages WHERE id = ?1)`,
+			m.Content, m.State, m.Model, m.TokensPerSec, m.TTFTMs, m.Settings, m.StopReason, m.ID); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_at_ms = ? WHERE id = ?", nowMs(), conv)
 		return err
 	})
@@ -238,8 +248,9 @@ func (s *Store) UpdateMessage(ctx context.Context, m Message) error {
 
 // Messages returns a conversation's messages in order.
 func (s *Store) Messages(ctx context.Context, convID int64) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, conversation_id, role, content, state, model, tokens_per_sec, ttft_ms, settings, created_at_ms, stop_reason
-		FROM messages WHERE conversation_id = ? ORDER BY id`, convID)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, conversation_id, role, content, state, model, tokens_per_sec, ttft_ms, settings, created_at_ms, stop_reason,
+			alt_index, (SELECT count(*) FROM message_alternatives a WHERE a.message_id = m.id)
+		FROM messages m WHERE conversation_id = ? ORDER BY id`, convID)
 	if err != nil {
 		return nil, s.fail(fmt.Sprintf("list messages of conversation %d", convID), err)
 	}
@@ -247,7 +258,7 @@ func (s *Store) Messages(ctx context.Context, convID int64) ([]Message, error) {
 	out := []Message{}
 	for rows.Next() {
 		var m Message
-		if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.State, &m.Model, &m.TokensPerSec, &m.TTFTMs, &m.Settings, &m.CreatedAtMs, &m.StopReason); err != nil {
+		if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.State, &m.Model, &m.TokensPerSec, &m.TTFTMs, &m.Settings, &m.CreatedAtMs, &m.StopReason, &m.AltIndex, &m.AltCount); err != nil {
 			return nil, s.fail(fmt.Sprintf("list messages of conversation %d", convID), err)
 		}
 		out = append(out, m)
@@ -306,6 +317,9 @@ func (s *Store) InterruptStreaming(ctx context.Context) (int64, error) {
 		if err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, "UPDATE message_alternatives SET state = ? WHERE state = ?", StateInterrupted, StateStreaming); err != nil {
+			return err
+		}
 		n, err = res.RowsAffected()
 		return err
 	})
@@ -324,4 +338,104 @@ func mustTouch(res sql.Result, err error, what string, id int64) error {
 		return fmt.Errorf("no %s with id %d", what, id)
 	}
 	return nil
+}
+
+// NewAlternative starts another version of an assistant reply: the version the message holds is
+// kept as an alternative (saved as version 0 the first time), and the message becomes a new,
+// empty version in state streaming, the last one, which a regenerate then streams into. It
+// returns the message as it now is.
+func (s *Store) NewAlternative(ctx context.Context, messageID int64) (Message, error) {
+	var m Message
+	err := s.tx(ctx, fmt.Sprintf("add an alternative to message %d", messageID), func(tx *sql.Tx) error {
+		var err error
+		if m, err = messageTx(ctx, tx, messageID); err != nil {
+			return err
+		}
+		if m.Role != "assistant" {
+			return fmt.Errorf("message %d is a %s message; only a reply has alternatives", messageID, m.Role)
+		}
+		if err := saveAlternativeTx(ctx, tx, m); err != nil {
+			return err
+		}
+		var next int
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(n), -1) + 1 FROM message_alternatives WHERE message_id = ?", messageID).Scan(&next); err != nil {
+			return err
+		}
+		m.Content, m.State, m.StopReason, m.TokensPerSec, m.TTFTMs, m.AltIndex = "", StateStreaming, "", 0, 0, next
+		m.CreatedAtMs = nowMs()
+		if _, err := tx.ExecContext(ctx, "UPDATE messages SET content = '', state = ?, stop_reason = '', tokens_per_sec = 0, ttft_ms = 0, alt_index = ? WHERE id = ?", m.State, next, messageID); err != nil {
+			return err
+		}
+		if err := saveAlternativeTx(ctx, tx, m); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT count(*) FROM message_alternatives WHERE message_id = ?", messageID).Scan(&m.AltCount)
+	})
+	if err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+// SelectAlternative makes version n of a reply the one its message holds (the one later turns
+// see) and returns the message. The version it held is saved first, so nothing is lost.
+func (s *Store) SelectAlternative(ctx context.Context, messageID int64, n int) (Message, error) {
+	var m Message
+	err := s.tx(ctx, fmt.Sprintf("show version %d of message %d", n+1, messageID), func(tx *sql.Tx) error {
+		var err error
+		if m, err = messageTx(ctx, tx, messageID); err != nil {
+			return err
+		}
+		if m.AltCount == 0 {
+			return fmt.Errorf("message %d has no alternatives; regenerate it to make one", messageID)
+		}
+		if n < 0 || n >= m.AltCount {
+			return fmt.Errorf("message %d has %d versions; version %d is not one of them", messageID, m.AltCount, n+1)
+		}
+		if m.State == StateStreaming {
+			return fmt.Errorf("message %d is still being generated; stop it or wait for the reply", messageID)
+		}
+		if err := saveAlternativeTx(ctx, tx, m); err != nil {
+			return err
+		}
+		err = tx.QueryRowContext(ctx, `SELECT content, state, model, tokens_per_sec, ttft_ms, settings, stop_reason FROM message_alternatives WHERE message_id = ? AND n = ?`, messageID, n).
+			Scan(&m.Content, &m.State, &m.Model, &m.TokensPerSec, &m.TTFTMs, &m.Settings, &m.StopReason)
+		if err != nil {
+			return err
+		}
+		m.AltIndex = n
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET content = ?, state = ?, model = ?, tokens_per_sec = ?, ttft_ms = ?, settings = ?, stop_reason = ?, alt_index = ? WHERE id = ?`,
+			m.Content, m.State, m.Model, m.TokensPerSec, m.TTFTMs, m.Settings, m.StopReason, n, messageID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE conversations SET updated_at_ms = ? WHERE id = ?", nowMs(), m.ConversationID)
+		return err
+	})
+	if err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+// messageTx reads one message with its alternative figures.
+func messageTx(ctx context.Context, tx *sql.Tx, id int64) (Message, error) {
+	var m Message
+	err := tx.QueryRowContext(ctx, `SELECT id, conversation_id, role, content, state, model, tokens_per_sec, ttft_ms, settings, created_at_ms, stop_reason,
+			alt_index, (SELECT count(*) FROM message_alternatives a WHERE a.message_id = m.id)
+		FROM messages m WHERE id = ?`, id).
+		Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.State, &m.Model, &m.TokensPerSec, &m.TTFTMs, &m.Settings, &m.CreatedAtMs, &m.StopReason, &m.AltIndex, &m.AltCount)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Message{}, fmt.Errorf("no message with id %d", id)
+	}
+	return m, err
+}
+
+// saveAlternativeTx writes the version m holds into its alternative row.
+func saveAlternativeTx(ctx context.Context, tx *sql.Tx, m Message) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO message_alternatives(message_id, n, content, state, model, tokens_per_sec, ttft_ms, settings, stop_reason, created_at_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(message_id, n) DO UPDATE SET content = excluded.content, state = excluded.state, model = excluded.model,
+			tokens_per_sec = excluded.tokens_per_sec, ttft_ms = excluded.ttft_ms, settings = excluded.settings, stop_reason = excluded.stop_reason`,
+		m.ID, m.AltIndex, m.Content, m.State, m.Model, m.TokensPerSec, m.TTFTMs, m.Settings, m.StopReason, m.CreatedAtMs)
+	return err
 }
