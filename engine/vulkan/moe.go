@@ -1,0 +1,108 @@
+package vulkan
+
+import (
+	"fmt"
+
+	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// The mixture-of-experts kernels. A layer's routing stays on the device: the router's logits
+// (an ordinary product) go through MoERoute into expert ids and weights, the expert products
+// (MoEMatVec) read each (token, slot) pair's expert id from that buffer, and MoECombine sums
+// the pairs' outputs by their weights into the residual. Pairs are token-major: pair
+// q = t·used + j is token t's j-th choice.
+
+// moeMaxExperts is the most experts moe_route holds in shared memory; moeMaxUsed the most it
+// selects per token.
+const (
+	moeMaxExperts = 512
+	moeMaxUsed    = 64
+)
+
+// MoERoute records the routing of m tokens: from logits (m rows of experts floats) it writes
+// each token's used expert ids (uint32) to ids and their weights to wts (m·used each, best
+// first), following the gating, the renormalisation (norm) and the scale as engine/cpu's route
+// does.
+func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating model.Gating, norm bool, scale float32) {
+	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) || m <= 0 {
+		s.fail(fmt.Errorf("moe route: %d of %d experts for %d tokens (at most %d experts, %d used)", used, experts, m, moeMaxExperts, moeMaxUsed))
+		return
+	}
+	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
+		s.fail(fmt.Errorf("moe route: gating %v has no kernel", gating))
+		return
+	}
+	kern := s.kernel("moe_route", 3, 24)
+	if kern == nil {
+		return
+	}
+	nrm := uint32(0)
+	if norm {
+		nrm = 1
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	gx, gy := grid1D(m)
+	s.Dispatch(kern, Push(uint32(experts), uint32(used), uint32(m), uint32(gating), nrm, scale), gx, gy, 1, logits, ids, wts)
+}
+
+// moeExpertRows is the rows one moe_matvec workgroup takes (the shader's NR).
+const moeExpertRows = 4
+
+// MoEMatVec records the expert products of pairs (token, slot) pairs: Y[q·yStride + r] =
+// W_e[r]·X[xrow] for the n rows of k elements of expert e = ids[q], with xrow = q when
+// xPerPair (the down product) else q/used (gate and up: the token's input). w binds experts
+// e0..e0+ne-1 of the 3-D tensor of type t; pairs routed to other experts are left alone. X
+// must hold the activations rounded for t (QuantizeActivations), as for MatMul.
+func (s *Seq) MoEMatVec(t quant.Type, w, x, y, ids Binding, k, n, e0, ne, used, pairs int, xPerPair bool, xStride, yStride int) {
+	suf, ok := weightSuffix(t)
+	if !ok {
+		s.fail(fmt.Errorf("moe matvec: weight type %v has no Vulkan kernel", t))
+		return
+	}
+	if k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || ne <= 0 || used <= 0 || pairs <= 0 {
+		s.fail(fmt.Errorf("moe matvec %v: rows of %d elements (a positive multiple of 32 and of %d), %d rows, %d experts, %d pairs", t, k, blockElems(t), n, ne, pairs))
+		return
+	}
+	if xStride%4 != 0 {
+		s.fail(fmt.Errorf("moe matvec %v: input stride %d not a multiple of 4", t, xStride))
+		return
+	}
+	if pairs > maxGroups {
+		s.fail(fmt.Errorf("moe matvec %v: %d pairs exceed the %d-workgroup grid", t, pairs, maxGroups))
+		return
+	}
+	kern := s.kernel("moe_matvec_"+suf, 4, 36)
+	if kern == nil {
+		return
+	}
+	per := uint32(0)
+	if xPerPair {
+		per = 1
+	}
+	gx, gy := grid1D((n + moeExpertRows - 1) / moeExpertRows)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), gx),
+		gx, gy, uint32(pairs), w, x, y, ids)
+}
+
+// MoECombine records X[t] += Σ_j w[t·used+j]·O[t·used+j] (+ sigmoid(g[t])·S[t] with a shared
+// expert) over m rows of dim, in engine/cpu's order. Without a shared expert, sh and g may be
+// any bindings (they are not read).
+func (s *Seq) MoECombine(x, o, wts, sh, g Binding, dim, used, m int, shared bool) {
+	if dim <= 0 || used <= 0 || m <= 0 {
+		s.fail(fmt.Errorf("moe combine: %d rows of %d with %d experts each", m, dim, used))
+		return
+	}
+	kern := s.kernel("moe_combine", 5, 16)
+	if kern == nil {
+		return
+	}
+	hs := uint32(0)
+	if shared {
+		hs = 1
+	}
+	gx, gy := grid1D((dim*m + 63) / 64)
+	s.Dispatch(kern, Push(uint32(dim), uint32(used), uint32(m), hs), gx, gy, 1, x, o, wts, sh, g)
+}

@@ -1,0 +1,79 @@
+// moe_matvec.glsl: the expert product of a mixture-of-experts layer, for any number of tokens.
+// Pair q = t·USED + j is token t's j-th selected expert e = ids[q] (written by moe_route on the
+// device); the pair's row of Y gets that expert's matrix times the pair's input:
+//   Y[q·yStride + r] = Σ_k W_e[r][k] · X[xrow·xStride + k],  r < N,
+//   xrow = q (xPerPair: the down product, each pair its own input) or t (gate and up: the
+//   token's normed input, shared by its USED pairs).
+// W is a binding of a 3-D expert tensor holding experts e0..e0+ne-1, each N rows of K elements
+// in its GGUF layout one after another; a pair whose expert lies outside the binding is left to
+// the dispatch of the binding that holds it. X comes rounded as the weight type's products see
+// it (quantact: Q8_0 or Q8_K blocks, as llama.cpp's CPU path pairs them), W is expanded by
+// dequant.glsl's dq32 (exact), and the products are summed in f32: within a stated bound of an
+// f64 reference (moe_test.go), not in llama.cpp's order.
+// A workgroup of 64 threads takes NR rows of one pair: each thread loads its 32-element units
+// of x once for the NR rows, a shared-memory tree adds the threads' sums (no subgroup
+// operations, so it runs on both numeric tiers and every device).
+#extension GL_EXT_control_flow_attributes : enable
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
+layout(std430, binding = 1) readonly buffer Xb { vec4 x4[]; };
+layout(std430, binding = 2) writeonly buffer Yb { float y[]; };
+layout(std430, binding = 3) readonly buffer Ib { uint ids[]; };
+layout(push_constant) uniform P {
+    uint K;        // row length (elements, a multiple of 32)
+    uint N;        // rows of one expert
+    uint e0;       // first expert in the W binding
+    uint ne;       // experts in the W binding
+    uint used;     // pairs per token
+    uint xPerPair; // 1: X row q, 0: X row q / used
+    uint xStride;  // elements between X rows (a multiple of 4)
+    uint yStride;  // elements between Y rows
+    uint rowsPerX; // row groups per grid line (gl_NumWorkGroups.x)
+} p;
+
+#define IQ_GRIDS_SHARED // i-quant grids in shared memory (dequant_iq.glsl); other types ignore it
+#include "dequant.glsl"
+
+const uint NR = 4u; // rows per workgroup
+shared float part[NR * 64u];
+
+void main() {
+#if defined(T_IQUANT)
+    iqGridsLoad();
+    barrier();
+#endif
+    uint q = gl_WorkGroupID.z;
+    uint row0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR;
+    uint e = ids[q];
+    if (e < p.e0 || e - p.e0 >= p.ne || row0 >= p.N) return; // uniform over the workgroup
+    uint tid = gl_LocalInvocationID.x;
+    uint rowBytes = (p.K / BLOCK_ELEMS) * BLOCK_BYTES;
+    uint base = (e - p.e0) * p.N * rowBytes;
+    uint xrow = p.xPerPair != 0u ? q : q / p.used;
+    uint xBase = xrow * p.xStride / 4u;
+    uint units = p.K / 32u;
+    float acc[NR];
+    [[unroll]] for (uint r = 0u; r < NR; r++) acc[r] = 0.0;
+    for (uint u = tid; u < units; u += 64u) {
+        vec4 xv[8];
+        [[unroll]] for (uint i = 0u; i < 8u; i++) xv[i] = x4[xBase + 8u * u + i];
+        uint blk = (u / UNITS_PER_BLOCK) * BLOCK_BYTES, sub = u % UNITS_PER_BLOCK;
+        [[unroll]] for (uint r = 0u; r < NR; r++) {
+            uint row = min(row0 + r, p.N - 1u); // a row past the end re-reads the last (never written)
+            float v[32];
+            dq32(base + row * rowBytes + blk, sub, v);
+            float s = 0.0;
+            [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]), xv[i]);
+            acc[r] += s;
+        }
+    }
+    [[unroll]] for (uint r = 0u; r < NR; r++) part[r * 64u + tid] = acc[r];
+    barrier();
+    for (uint s = 32u; s > 0u; s >>= 1) {
+        if (tid < s) {
+            [[unroll]] for (uint r = 0u; r < NR; r++) part[r * 64u + tid] += part[r * 64u + tid + s];
+        }
+        barrier();
+    }
+    if (tid < NR && row0 + tid < p.N) y[q * p.yStride + row0 + tid] = part[tid * 64u];
+}
