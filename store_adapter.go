@@ -64,6 +64,16 @@ func (a storeAdapter) Messages(ctx context.Context, conversationID int64) ([]app
 	return out, err
 }
 
+func (a storeAdapter) NewAlternative(ctx context.Context, messageID int64) (app.Message, error) {
+	m, err := a.st.NewAlternative(ctx, messageID)
+	return app.Message(m), err
+}
+
+func (a storeAdapter) SelectAlternative(ctx context.Context, messageID int64, n int) (app.Message, error) {
+	m, err := a.st.SelectAlternative(ctx, messageID, n)
+	return app.Message(m), err
+}
+
 func (a storeAdapter) SetPin(ctx context.Context, deviceKey string, mb int) error {
 	return a.st.SetPin(ctx, deviceKey, mb)
 }

@@ -146,6 +146,11 @@ type ChatStore interface {
 	// the store removes what is left in the trash when it next opens.
 	TrashConversation(ctx context.Context, id int64) error
 	RestoreConversation(ctx context.Context, id int64) error
+	// NewAlternative keeps the version a reply holds as an alternative and makes the message a
+	// new, empty version in state streaming (the last); SelectAlternative makes version n the
+	// one the message holds. Messages gives each reply's AltIndex and AltCount.
+	NewAlternative(ctx context.Context, messageID int64) (Message, error)
+	SelectAlternative(ctx context.Context, messageID int64, n int) (Message, error)
 }
 
 // Pin is a VRAM cap a user set for one GPU.

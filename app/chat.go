@@ -176,19 +176,49 @@ func (s *ChatService) Send(conversationID int64, text string) (Message, error) {
 	})
 }
 
-// Regenerate replaces a reply with a new one: the reply and every message after it are removed,
-// and the model answers the messages before it again.
+// Regenerate answers the messages before a reply again, keeping the reply's earlier versions as
+// its alternatives (SelectAlternative flips between them): the new version streams into the same
+// message, and the messages after it are removed, since they answered the old one.
 func (s *ChatService) Regenerate(conversationID, messageID int64) (Message, error) {
 	return s.turn(conversationID, func(ctx context.Context, history []Message) (turnPlan, error) {
 		i, err := findMessage(history, conversationID, messageID, "assistant", "regenerate")
 		if err != nil {
 			return turnPlan{}, err
 		}
-		if err := s.deleteFrom(ctx, conversationID, messageID, true); err != nil {
-			return turnPlan{}, err
+		if i+1 < len(history) {
+			if err := s.deleteFrom(ctx, conversationID, history[i+1].ID, true); err != nil {
+				return turnPlan{}, err
+			}
 		}
-		return turnPlan{history: history[:i]}, nil
+		alt, err := s.store.NewAlternative(ctx, messageID)
+		if err != nil {
+			return turnPlan{}, fmt.Errorf("regenerate message %d of conversation %d: %w", messageID, conversationID, err)
+		}
+		return turnPlan{history: history[:i], regenerated: &alt}, nil
 	})
+}
+
+// SelectAlternative shows version index (0-based) of a regenerated reply; that version is the one
+// later turns see. It returns the message holding it.
+func (s *ChatService) SelectAlternative(conversationID, messageID int64, index int) (Message, error) {
+	s.mu.Lock()
+	_, busy := s.inFlight[conversationID]
+	s.mu.Unlock()
+	if busy {
+		return Message{}, fmt.Errorf("show another version of message %d: conversation %d is still generating; stop it or wait for the reply", messageID, conversationID)
+	}
+	history, err := s.store.Messages(s.ctx, conversationID)
+	if err != nil {
+		return Message{}, fmt.Errorf("load conversation %d: %w", conversationID, err)
+	}
+	if _, err := findMessage(history, conversationID, messageID, "assistant", "switch versions of"); err != nil {
+		return Message{}, err
+	}
+	m, err := s.store.SelectAlternative(s.ctx, messageID, index)
+	if err != nil {
+		return Message{}, fmt.Errorf("show version %d of message %d: %w", index+1, messageID, err)
+	}
+	return m, nil
 }
 
 // Edit replaces one of the user's messages with text and answers it anew: the message and every
@@ -275,6 +305,8 @@ func pastTense(action string) string {
 		return "edited"
 	case "continue":
 		return "continued"
+	case "switch versions of":
+		return "switched between versions"
 	}
 	return action + "d"
 }
@@ -286,6 +318,9 @@ type turnPlan struct {
 	user      *Message      // the user message this turn saved, if any
 	history   []Message     // the stored messages the reply answers, in order
 	continued *Message      // the reply being continued (the last of history), or nil
+	// regenerated is the reply being regenerated, already holding its new, empty version
+	// (ChatStore.NewAlternative), or nil.
+	regenerated *Message
 }
 
 // turn runs one reply in a conversation: prepare saves what the turn changes (a user message,
@@ -317,13 +352,20 @@ func (s *ChatService) turn(conversationID int64, prepare func(ctx context.Contex
 	settingsJSON, _ := json.Marshal(settings)
 	var asst Message
 	prompt := plan.history
-	if plan.continued != nil {
+	switch {
+	case plan.continued != nil:
 		asst = *plan.continued
 		asst.State, asst.StopReason, asst.Settings = StateStreaming, "", string(settingsJSON)
 		if err := s.store.UpdateMessage(ctx, asst); err != nil {
 			return Message{}, fmt.Errorf("mark reply %d streaming in conversation %d: %w", asst.ID, conversationID, err)
 		}
-	} else {
+	case plan.regenerated != nil:
+		asst = *plan.regenerated
+		asst.Model, asst.Settings = model, string(settingsJSON)
+		if err := s.store.UpdateMessage(ctx, asst); err != nil {
+			return Message{}, fmt.Errorf("start version %d of reply %d in conversation %d: %w", asst.AltIndex+1, asst.ID, conversationID, err)
+		}
+	default:
 		asst, err = s.store.AddMessage(ctx, Message{ConversationID: conversationID, Role: "assistant", State: StateStreaming, Model: model, Settings: string(settingsJSON), CreatedAtMs: nowMs()})
 		if err != nil {
 			return Message{}, fmt.Errorf("save assistant message in conversation %d: %w", conversationID, err)

@@ -68,14 +68,14 @@ func twoTurns(t *testing.T, replies ...string) (*ChatService, *scriptedEngine, i
 	return svc, eng, first.ConversationID, msgs
 }
 
-func TestRegenerateReplacesTheReplyAndWhatFollowed(t *testing.T) {
+func TestRegenerateKeepsTheEarlierReplyAsAnAlternativeAndDropsWhatFollowed(t *testing.T) {
 	svc, eng, conv, msgs := twoTurns(t, "r1 again")
 	got, err := svc.Regenerate(conv, msgs[1].ID)
 	if err != nil {
 		t.Fatalf("Regenerate: %v", err)
 	}
-	if got.Content != "r1 again" || got.State != StateComplete {
-		t.Fatalf("new reply %+v", got)
+	if got.ID != msgs[1].ID || got.Content != "r1 again" || got.State != StateComplete || got.AltIndex != 1 || got.AltCount != 2 {
+		t.Fatalf("new reply %+v, want the same message holding version 2 of 2", got)
 	}
 	if p := promptOf(eng.requests[2]); p != "user:q1" {
 		t.Fatalf("the regenerated reply answered %q, want only the first question", p)
@@ -89,6 +89,57 @@ func TestRegenerateReplacesTheReplyAndWhatFollowed(t *testing.T) {
 	}
 	if _, err := svc.Regenerate(conv, msgs[3].ID); err == nil || !strings.Contains(err.Error(), "no such message") {
 		t.Fatalf("regenerating a deleted reply: %v, want no such message", err)
+	}
+}
+
+func TestAlternativesFlipAndTheChosenOneIsWhatLaterTurnsSee(t *testing.T) {
+	svc, eng, conv, msgs := twoTurns(t, "r2 b", "r2 c", "r3")
+	reply := msgs[3].ID
+	for range 2 {
+		if _, err := svc.Regenerate(conv, reply); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name  string
+		index int
+		want  string
+	}{
+		{"version 1", 0, "r2"},
+		{"version 2", 1, "r2 b"},
+		{"version 3", 2, "r2 c"},
+		{"version 2 again", 1, "r2 b"},
+	}
+	for _, c := range cases {
+		got, err := svc.SelectAlternative(conv, reply, c.index)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got.Content != c.want || got.AltIndex != c.index || got.AltCount != 3 {
+			t.Errorf("%s: %q at %d/%d, want %q at %d/3", c.name, got.Content, got.AltIndex+1, got.AltCount, c.want, c.index+1)
+		}
+	}
+	if _, err := svc.Send(conv, "q3"); err != nil {
+		t.Fatal(err)
+	}
+	last := eng.requests[len(eng.requests)-1]
+	if p := promptOf(last); p != "user:q1 | assistant:r1 | user:q2 | assistant:r2 b | user:q3" {
+		t.Fatalf("the next turn saw %q, want the chosen version r2 b", p)
+	}
+	refusals := []struct {
+		name  string
+		id    int64
+		index int
+		want  string
+	}{
+		{"a user message", msgs[0].ID, 0, "user message"},
+		{"a version that is not there", reply, 5, "version 6 is not one of them"},
+		{"an unknown message", 999, 0, "no such message"},
+	}
+	for _, r := range refusals {
+		if _, err := svc.SelectAlternative(conv, r.id, r.index); err == nil || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("%s: %v, want a refusal saying %q", r.name, err, r.want)
+		}
 	}
 }
 

@@ -117,11 +117,12 @@ type memStore struct {
 	convs  map[int64]Conversation
 	trash  map[int64]Conversation
 	msgs   map[int64]Message
+	alts   map[int64][]Message // message id -> its versions
 	pins   map[string]int
 }
 
 func newMemStore() *memStore {
-	return &memStore{convs: map[int64]Conversation{}, trash: map[int64]Conversation{}, msgs: map[int64]Message{}, pins: map[string]int{}}
+	return &memStore{convs: map[int64]Conversation{}, trash: map[int64]Conversation{}, msgs: map[int64]Message{}, alts: map[int64][]Message{}, pins: map[string]int{}}
 }
 
 func (s *memStore) CreateConversation(_ context.Context, title, model string) (Conversation, error) {
@@ -231,6 +232,9 @@ func (s *memStore) UpdateMessage(_ context.Context, m Message) error {
 		return fmt.Errorf("message %d not found", m.ID)
 	}
 	s.msgs[m.ID] = m
+	if vs := s.alts[m.ID]; m.AltIndex < len(vs) {
+		vs[m.AltIndex] = m
+	}
 	return nil
 }
 
@@ -365,4 +369,39 @@ func (s *memStore) RestoreConversation(_ context.Context, id int64) error {
 	delete(s.trash, id)
 	s.convs[id] = c
 	return nil
+}
+
+func (s *memStore) NewAlternative(_ context.Context, id int64) (Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.msgs[id]
+	if !ok {
+		return Message{}, fmt.Errorf("no message with id %d", id)
+	}
+	vs := s.alts[id]
+	if len(vs) == 0 {
+		vs = []Message{m}
+	}
+	vs[m.AltIndex] = m
+	m.Content, m.State, m.StopReason, m.AltIndex = "", StateStreaming, "", len(vs)
+	vs = append(vs, m)
+	m.AltCount = len(vs)
+	for i := range vs {
+		vs[i].AltCount = len(vs)
+	}
+	s.alts[id], s.msgs[id] = vs, m
+	return m, nil
+}
+
+func (s *memStore) SelectAlternative(_ context.Context, id int64, n int) (Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.msgs[id]
+	vs := s.alts[id]
+	if !ok || n < 0 || n >= len(vs) {
+		return Message{}, fmt.Errorf("message %d has %d versions; version %d is not one of them", id, len(vs), n+1)
+	}
+	vs[m.AltIndex] = m
+	s.msgs[id] = vs[n]
+	return vs[n], nil
 }

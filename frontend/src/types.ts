@@ -42,6 +42,9 @@ export interface Message {
   settings: string;
   createdAtMs: number;
   stopReason: StopReason;
+  // A regenerated reply's versions: which one this is (0-based) and how many (0 = none).
+  altIndex: number;
+  altCount: number;
 }
 
 // Why a reply ended (app.Message.StopReason): "" = unknown, or a user message.

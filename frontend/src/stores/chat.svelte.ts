@@ -277,9 +277,21 @@ class ChatState {
     }
   }
 
+  // regenerate answers again into the same message; its earlier text stays as an alternative.
   regenerate(m: Message) {
     const conv = this.current;
-    return this.act("Regenerate", this.messages.indexOf(m), () => api.call<Message>("ChatService", "Regenerate", conv, m.id));
+    return this.act("Regenerate", this.messages.indexOf(m) + 1, () => api.call<Message>("ChatService", "Regenerate", conv, m.id));
+  }
+
+  // showAlternative flips a regenerated reply to its version index (0-based); that version is
+  // the one later turns see.
+  async showAlternative(m: Message, index: number) {
+    if (this.sending || index < 0 || index >= m.altCount) return;
+    try {
+      this.replace(await api.call<Message>("ChatService", "SelectAlternative", this.current, m.id, index));
+    } catch (e) {
+      notice.show(`Could not show that version: ${errText(e)}`, "error");
+    }
   }
 
   edit(m: Message, text: string) {
