@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// LoadOptions returns the load options saved for the model at path (” = the embedded model) as
+// LoadOptions returns the load options saved for the model at path ("" = the embedded model) as
 // the JSON the app wrote; ok is false when none were saved.
 func (s *Store) LoadOptions(ctx context.Context, path string) (options string, ok bool, err error) {
 	err = s.db.QueryRowContext(ctx, "SELECT options FROM model_load_options WHERE model_path = ?", path).Scan(&options)
