@@ -26,6 +26,9 @@ type LoadOptions struct {
 	Context     int     // requested context length; 0 = the model's own, capped by the plan
 	Threads     int     // CPU threads; 0 = all cores (VKLLM_THREADS)
 	DeviceIndex int     // Vulkan device; -1 = choose (VKLLM_DEVICE)
+	// KV is the KV cache's element type: "" or "f16" (every backend), "f32" (the CPU reference
+	// only; KVTypes lists them).
+	KV string
 
 	// StoredPinMB returns the per-machine VRAM pin saved for a GPU (by its device key), 0 when
 	// none. nil consults no stored pins. VKLLM_GPU_VRAM_MB wins over it and says so.

@@ -107,6 +107,9 @@ func Load(ctx context.Context, opts LoadOptions) (*Engine, error) {
 	case opts.Context < 0:
 		return nil, fmt.Errorf("load model: context %d is negative: want 0 (the model's own) or more", opts.Context)
 	}
+	if err := checkKV(opts.KV, opts.Backend); err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
 	if opts.Threads == 0 {
 		opts.Threads = config.Threads.Int()
 	}
@@ -159,15 +162,48 @@ func build(ctx context.Context, f *gguf.File, opts LoadOptions) (*Engine, error)
 		}
 		reason = why
 	}
-	r, err := cpu.New(m, cpu.Options{Threads: opts.Threads, Context: opts.Context})
+	r, err := cpu.New(m, cpu.Options{Threads: opts.Threads, Context: opts.Context, KV: cpu.KVType(opts.KV)})
 	if err != nil {
 		return nil, err
 	}
 	e.runner = r
 	e.info.Backend, e.info.Placement, e.info.Context = "cpu", "cpu", r.Context()
 	e.info.CPUReason = reason
-	slog.Debug("cpu backend ready", "threads", r.Threads(), "ctx", r.Context(), "kv", "f16")
+	slog.Debug("cpu backend ready", "threads", r.Threads(), "ctx", r.Context(), "kv", kvName(opts.KV))
 	return e, nil
+}
+
+// KVType is one KV cache element type a backend keeps.
+type KVType struct {
+	Name    string `json:"name"`     // the LoadOptions.KV value
+	CPUOnly bool   `json:"cpu_only"` // the Vulkan drivers keep f16 only
+}
+
+// KVTypes are the KV cache types Load accepts: f16 everywhere (the default, llama.cpp's), f32
+// on the CPU reference.
+func KVTypes() []KVType {
+	return []KVType{{Name: string(cpu.KVF16)}, {Name: string(cpu.KVF32), CPUOnly: true}}
+}
+
+// checkKV refuses a KV cache type the backend does not keep.
+func checkKV(kv string, b Backend) error {
+	for _, t := range KVTypes() {
+		if kv != "" && kv != t.Name {
+			continue
+		}
+		if t.CPUOnly && b != BackendCPU {
+			return fmt.Errorf("KV cache type %s is kept by the CPU only; choose f16, or the CPU", kv)
+		}
+		return nil
+	}
+	return fmt.Errorf("KV cache type %q is unknown; want f16, or f32 on the CPU", kv)
+}
+
+func kvName(kv string) string {
+	if kv == "" {
+		return string(cpu.KVF16)
+	}
+	return kv
 }
 
 // tryGPU offers the model to the registered GPU backend. ok is false when the CPU should take
