@@ -39,6 +39,8 @@ type ServeOptions struct {
 	AllowNonLoopback bool           // permit binding an address other than loopback (--allow-remote)
 	Backend          engine.Backend // where the forward pass runs; "" = auto
 	Context          int            // requested context; 0 = the model's own, capped by the plan
+	Device           *int           // Vulkan device index; nil = VKLLM_DEVICE, else the best
+	KV               string         // KV cache type; "" = f16 (engine.KVTypes)
 
 	// Out receives the listening line; nil = os.Stdout.
 	Out io.Writer
@@ -84,7 +86,8 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	if opts.Out == nil {
 		opts.Out = os.Stdout
 	}
-	s := &server{token: token, load: opts.Load, check: check, backend: opts.Backend, ctxLen: opts.Context, state: "loading"}
+	s := &server{token: token, load: opts.Load, check: check, state: "loading",
+		defaults: LoadRequest{Ctx: opts.Context, Backend: string(opts.Backend), Device: opts.Device, KV: opts.KV}}
 	s.queue.acquire(ctx) // released by the start-up load below
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -117,7 +120,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	// arrive), so requests wait for it in line.
 	go func() {
 		defer s.queue.release()
-		if _, err := s.loadLocked(ctx, opts.ModelPath); err != nil {
+		if _, err := s.loadLocked(ctx, LoadRequest{Path: opts.ModelPath}); err != nil {
 			slog.Error("load start-up model", "path", opts.ModelPath, "err", err)
 		}
 	}()
@@ -166,20 +169,20 @@ func isLoopback(host string) bool {
 
 // server holds the loaded model and serializes work on it.
 type server struct {
-	token   string
-	load    LoadFunc
-	backend engine.Backend
-	ctxLen  int
-	queue   fifo // one generation or load at a time, first come first served
+	token    string
+	load     LoadFunc
+	defaults LoadRequest // the serve flags: what a load request leaves out
+	queue    fifo        // one generation or load at a time, first come first served
 
 	// check refuses a model file before the loaded model is closed for it (nil = no preflight).
 	check func(path string) error
 
 	mu        sync.Mutex
 	model     Model
-	modelPath string // where model came from ("" = the embedded model)
-	state     string // loading | ready | empty | error
-	loadError string // the last failed load, also while the previous model keeps serving
+	modelPath string      // where model came from ("" = the embedded model)
+	modelReq  LoadRequest // how it was loaded, to load it again when a new one fails
+	state     string      // loading | ready | empty | error
+	loadError string      // the last failed load, also while the previous model keeps serving
 }
 
 func (s *server) routes() http.Handler {
@@ -224,23 +227,68 @@ func (s *server) current() (Model, error) {
 	return nil, errors.New("no model loaded (open a model file first; API: POST /vkllm/load {\"path\": ...})")
 }
 
+// LoadRequest is the body of POST /vkllm/load: the model and its load options. An option left
+// out takes the server's own (its serve flags).
+type LoadRequest struct {
+	Path    string `json:"path"`              // GGUF file; "" = the embedded model
+	Ctx     int    `json:"ctx,omitempty"`     // requested context; 0 = the model's own, capped by the plan
+	Backend string `json:"backend,omitempty"` // "auto" (the plan decides), "gpu" (or fail), "cpu"
+	Device  *int   `json:"device,omitempty"`  // Vulkan device index; absent = VKLLM_DEVICE, else the best
+	KV      string `json:"kv,omitempty"`      // KV cache type: "f16" (the default), "f32" (CPU only)
+}
+
+// check refuses fields out of range, naming the field.
+func (req LoadRequest) check() error {
+	switch {
+	case req.Ctx < 0:
+		return fmt.Errorf("ctx %d is negative: want 0 (the model's own) or more", req.Ctx)
+	case req.Device != nil && *req.Device < 0:
+		return fmt.Errorf("device %d is negative: want a Vulkan device index from `vkllm devices`, or leave it out", *req.Device)
+	}
+	switch engine.Backend(req.Backend) {
+	case "", engine.BackendAuto, engine.BackendGPU, engine.BackendCPU:
+	default:
+		return fmt.Errorf("backend %q is unknown: want auto, gpu or cpu", req.Backend)
+	}
+	return nil
+}
+
+// withDefaults fills what req leaves out from d.
+func (req LoadRequest) withDefaults(d LoadRequest) LoadRequest {
+	if req.Ctx == 0 {
+		req.Ctx = d.Ctx
+	}
+	if req.Backend == "" {
+		req.Backend = d.Backend
+	}
+	if req.Device == nil {
+		req.Device = d.Device
+	}
+	if req.KV == "" {
+		req.KV = d.KV
+	}
+	return req
+}
+
 // loadModel replaces the loaded model; it waits its turn in the queue.
-func (s *server) loadModel(ctx context.Context, path string) (engine.ModelInfo, error) {
+func (s *server) loadModel(ctx context.Context, req LoadRequest) (engine.ModelInfo, error) {
 	if err := s.queue.acquire(ctx); err != nil {
 		return engine.ModelInfo{}, err
 	}
 	defer s.queue.release()
-	return s.loadLocked(ctx, path)
+	return s.loadLocked(ctx, req)
 }
 
 // loadLocked is loadModel for a caller that holds the queue. A failed load never leaves the
 // server without the model it had: a file the preflight refuses is refused before the loaded
 // model is touched, and when the load itself fails the previous model is loaded again (the old one
 // is closed first so its memory, VRAM above all, is free for the plan of the new one).
-func (s *server) loadLocked(ctx context.Context, path string) (engine.ModelInfo, error) {
+func (s *server) loadLocked(ctx context.Context, req LoadRequest) (engine.ModelInfo, error) {
+	path := req.Path
 	s.mu.Lock()
-	prev, prevPath := s.model, s.modelPath
+	prev, prevReq := s.model, s.modelReq
 	s.mu.Unlock()
+	prevPath := prevReq.Path
 	if prev != nil && s.check != nil {
 		if err := s.check(path); err != nil {
 			return engine.ModelInfo{}, s.keepServing(prev, path, err)
@@ -250,9 +298,9 @@ func (s *server) loadLocked(ctx context.Context, path string) (engine.ModelInfo,
 	s.mu.Lock()
 	s.state = "loading"
 	s.mu.Unlock()
-	m, err := s.loadFile(ctx, path)
+	m, err := s.loadFile(ctx, req)
 	if err == nil {
-		s.serve(m, path)
+		s.serve(m, req)
 		return m.Info(), nil
 	}
 	if prev == nil {
@@ -262,7 +310,7 @@ func (s *server) loadLocked(ctx context.Context, path string) (engine.ModelInfo,
 		return engine.ModelInfo{}, fmt.Errorf("load model %q: %w", path, err)
 	}
 	// Restore with a context of its own: the request that asked for the new model may be gone.
-	restored, rerr := s.loadFile(context.WithoutCancel(ctx), prevPath)
+	restored, rerr := s.loadFile(context.WithoutCancel(ctx), prevReq)
 	if rerr != nil {
 		s.mu.Lock()
 		s.state, s.loadError = "error", err.Error()
@@ -270,7 +318,7 @@ func (s *server) loadLocked(ctx context.Context, path string) (engine.ModelInfo,
 		slog.Error("restore the previous model after a failed load", "path", prevPath, "err", rerr)
 		return engine.ModelInfo{}, fmt.Errorf("load model %q: %w; reloading the previous model %q failed too (%v), so none is loaded: open a model file", path, err, prevPath, rerr)
 	}
-	s.serve(restored, prevPath)
+	s.serve(restored, prevReq)
 	return engine.ModelInfo{}, s.keepServing(restored, path, err)
 }
 
@@ -284,15 +332,20 @@ func (s *server) keepServing(m Model, path string, err error) error {
 	return fmt.Errorf("load model %q: %w; %s keeps serving (fix the file or open another one)", path, err, name)
 }
 
-func (s *server) loadFile(ctx context.Context, path string) (Model, error) {
-	return s.load(ctx, engine.LoadOptions{Path: path, Backend: s.backend, Context: s.ctxLen, DeviceIndex: -1, StoredPinMB: store.StoredPinMB})
+func (s *server) loadFile(ctx context.Context, req LoadRequest) (Model, error) {
+	req = req.withDefaults(s.defaults)
+	opts := engine.LoadOptions{Path: req.Path, Backend: engine.Backend(req.Backend), Context: req.Ctx, DeviceIndex: -1, KV: req.KV, StoredPinMB: store.StoredPinMB}
+	if req.Device != nil {
+		opts.DeviceIndex = *req.Device
+	}
+	return s.load(ctx, opts)
 }
 
-// serve makes m, loaded from path, the model requests use.
-func (s *server) serve(m Model, path string) {
+// serve makes m, loaded by req, the model requests use.
+func (s *server) serve(m Model, req LoadRequest) {
 	info := m.Info()
 	s.mu.Lock()
-	s.model, s.modelPath, s.state, s.loadError = m, path, "ready", ""
+	s.model, s.modelPath, s.modelReq, s.state, s.loadError = m, req.Path, req, "ready", ""
 	s.mu.Unlock()
 	slog.Info("model loaded", "name", info.Name, "backend", info.Backend, "placement", info.Placement)
 }
@@ -340,14 +393,16 @@ func (s *server) handleModel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) handleLoad(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Path string `json:"path"`
-	}
+	var req LoadRequest
 	if err := decodeBody(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
-	info, err := s.loadModel(r.Context(), req.Path)
+	if err := req.check(); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	info, err := s.loadModel(r.Context(), req)
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "invalid_request_error", err.Error())
 		return
