@@ -37,6 +37,7 @@ type Context struct {
 	exactWhy         string // why the exact tier serves, for the roster
 	matvecVariant    int    // index into matvecVariants of the fast tier's decode product (0; benchmarks try others)
 	matvecShareBelow int    // grids of fewer workgroups share rows among subgroups in matvec_fast (fast.go)
+	fusedDecode      bool   // the decode step takes matvec_dec (fast.go): int8 dot products with the norm, rounding and SwiGLU fused
 
 	pools   []*memPool
 	kernels map[string]*Kernel

@@ -33,6 +33,7 @@ func (c *Context) selectNumericTier() {
 	if c.Info.SubgroupSize >= 8 { // matvec_fast's shared partials hold 16 subgroups of a 128-thread workgroup
 		c.matvecShareBelow = defaultMatvecShareBelow
 	}
+	c.fusedDecode = config.GPUFused.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 }
 
 // numericSelects is the roster's line for the numeric tier.
@@ -232,4 +233,75 @@ func (s *Seq) AttentionSplit(q, k, v, o, pos, part Binding, headDim, nHead, nKV,
 	s.Barrier()
 	s.Dispatch(km, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(oStride), uint32(splits)),
 		uint32(nHead), uint32(m), 1, part, o)
+}
+
+// The fused decode product (matvec_dec.glsl): one dispatch normalizes the token's activations
+// (optionally), rounds them to int8 blocks in shared memory and multiplies on int8 dot
+// products, optionally for a gate and an up weight at once with SwiGLU applied. It replaces
+// the RMSNorm, activation-rounding and SwiGLU stages of the decode step, each a dispatch and a
+// barrier (about 4-5 µs on an H200 whatever its size).
+
+// decodeFusedMaxK is the longest row matvec_dec takes (its shared-memory activations).
+const decodeFusedMaxK = 16384
+
+// decodeFusedTypes are the weight types with a matvec_dec kernel.
+var decodeFusedTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
+
+// usesFusedDecode reports whether a one-token product with weights of type t and k-element
+// rows can take matvec_dec on this context.
+func (c *Context) usesFusedDecode(t quant.Type, k int) bool {
+	return !c.exact && c.fusedDecode && decodeFusedTypes[t] && k%blockElems(t) == 0 && k%32 == 0 && k <= decodeFusedMaxK
+}
+
+// matvec_dec's flags.
+const (
+	decodeNorm = 1 // RMSNorm the input first (binding 3 holds the norm's weight)
+	decodePair = 2 // a second weight (binding 4): the output is silu(W·x)·(W2·x)
+)
+
+// FusedDecodeOptions are the optional parts of a fused decode product.
+type FusedDecodeOptions struct {
+	Norm       *Binding // RMSNorm weight: normalize x first (nil: x as it is)
+	Eps        float32  // the norm's epsilon
+	Pair       *Binding // second weight of the same type and shape: y = silu(W·x)·(Pair·x)
+	Accumulate bool     // y += W·x (not with Pair)
+}
+
+// MatVecFused records the fused decode product of one token: y[r] (+)= W[r]·round(x'), x' the
+// RMSNorm of x when opt.Norm is set, rounded to the int8 blocks llama.cpp's products see for
+// weight type t; with opt.Pair, y[r] = silu(W[r]·x')·(Pair[r]·x'). The caller checks
+// usesFusedDecode first.
+func (s *Seq) MatVecFused(t quant.Type, w, x, y Binding, k, n int, opt FusedDecodeOptions) {
+	suf, ok := weightSuffix(t)
+	if !ok || !s.c.usesFusedDecode(t, k) {
+		s.fail(fmt.Errorf("fused decode product: weight type %v with rows of %d has no matvec_dec kernel on this device", t, k))
+		return
+	}
+	if opt.Pair != nil && opt.Accumulate {
+		s.fail(fmt.Errorf("fused decode product: a paired product does not accumulate"))
+		return
+	}
+	kern := s.kernel("matvec_dec_"+suf, 5, 32)
+	if kern == nil {
+		return
+	}
+	flags, g, w2 := uint32(0), x, w
+	if opt.Norm != nil {
+		flags |= decodeNorm
+		g = *opt.Norm
+	}
+	if opt.Pair != nil {
+		flags |= decodePair
+		w2 = *opt.Pair
+	}
+	rows, share := s.c.fastMatvecRows(t), uint32(0)
+	if (n+rows-1)/rows < s.c.matvecShareBelow {
+		rows, share = s.c.fastMatvecPass(t), 1
+	}
+	gx, gy := grid1D((n + rows - 1) / rows)
+	acc := uint32(0)
+	if opt.Accumulate {
+		acc = 1
+	}
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(rows), gx, acc, share, flags, opt.Eps), gx, gy, 1, w, x, y, g, w2)
 }

@@ -153,12 +153,16 @@ func TestAttentionHeadsPerGroup(t *testing.T) {
 
 // The fast tier is wired into the resident driver: a fast-tier model on a device with the fast
 // kernels decodes through split attention, the fast RMSNorm and the fast decode product (the
-// kernels it made), and the exact tier through none of them. Fails if the driver stops taking
+// kernels it made; the fused one, matvec_dec, where the device has int8 dot products), and the
+// exact tier through none of them. Fails if the driver stops taking
 // any of them.
 func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 	c := ctxOrSkip(t)
 	m := loadShared(t, "rand-llama-q8_0")
 	fast := []string{"attention_split", "attention_merge", "rmsnorm_fast", "matvec_fast_q8_0"}
+	if c.fusedDecode {
+		fast = append(fast, "matvec_dec_q8_0") // the decode step's fused products
+	}
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {
 			withTier(t, c, tier.exact)

@@ -448,6 +448,61 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 	}
 }
 
+// fuses reports whether one-token products with the weights ws over k-element inputs all take
+// the fused decode product (matvec_dec): m = 1 on a context that has it, types it covers, and
+// each weight in one buffer.
+func (r *Resident) fuses(m, k int, ws ...weight) bool {
+	if m != 1 {
+		return false
+	}
+	for _, w := range ws {
+		if len(w.slices) != 1 || !r.c.usesFusedDecode(w.typ, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// projectFused records the products ps of m rows of k-element input x as project does, or, for
+// a decode step that fuses, as matvec_dec products that round x themselves.
+func (r *Resident) projectFused(s *Seq, x Binding, k, m int, ps ...projection) {
+	if !r.fuses(m, k, projectionWeights(ps)...) {
+		r.project(s, x, k, m, ps...)
+		return
+	}
+	for _, p := range ps {
+		sl := p.w.slices[0]
+		s.MatVecFused(p.w.typ, sl.buf.All(), x, p.y.Range(0, uint64(4*sl.rows)), k, sl.rows, FusedDecodeOptions{Accumulate: p.acc})
+	}
+}
+
+// normProject records the products ps of RMSNorm(r.x)·g over m rows of k elements: a norm pass
+// into r.xn then project, or, for a decode step that fuses, matvec_dec products that normalize
+// and round r.x themselves.
+func (r *Resident) normProject(s *Seq, g vector, k, m int, stamp func(string), ps ...projection) {
+	if !r.fuses(m, k, projectionWeights(ps)...) {
+		s.RMSNorm(r.x.All(), g.buf.All(), r.xn.All(), k, m, k, r.h.NormEps)
+		s.Barrier()
+		stamp("norm")
+		r.project(s, r.xn.All(), k, m, ps...)
+		return
+	}
+	gb := g.buf.All()
+	for _, p := range ps {
+		sl := p.w.slices[0]
+		s.MatVecFused(p.w.typ, sl.buf.All(), r.x.All(), p.y.Range(0, uint64(4*sl.rows)), k, sl.rows,
+			FusedDecodeOptions{Norm: &gb, Eps: r.h.NormEps, Accumulate: p.acc})
+	}
+}
+
+func projectionWeights(ps []projection) []weight {
+	ws := make([]weight, len(ps))
+	for i, p := range ps {
+		ws[i] = p.w
+	}
+	return ws
+}
+
 // record records the forward pass of m tokens (ids/pos buffers already hold them) up to the
 // final norm; head adds the output projection of the rows from first, count rows.
 func (r *Resident) record(s *Seq, m int) {
@@ -471,10 +526,7 @@ func (r *Resident) record(s *Seq, m int) {
 	neox := h.Rope.Kind == model.RopeNeoX
 	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
 	for _, l := range r.layers {
-		s.RMSNorm(r.x.All(), l.attnNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
-		s.Barrier()
-		stamp("norm")
-		r.project(s, r.xn.All(), dim, m,
+		r.normProject(s, l.attnNorm, dim, m, stamp,
 			projection{l.q, r.q, qd, false}, projection{l.k, r.k, kd, false}, projection{l.v, r.v, vd, false})
 		s.Barrier()
 		switch {
@@ -503,19 +555,25 @@ func (r *Resident) record(s *Seq, m int) {
 		}
 		s.Barrier()
 		stamp("attention")
-		r.project(s, r.att.All(), qd, m, projection{l.o, r.x, dim, true})
+		r.projectFused(s, r.att.All(), qd, m, projection{l.o, r.x, dim, true})
 		s.Barrier()
 		stamp("attn_out")
-		s.RMSNorm(r.x.All(), l.ffnNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
-		s.Barrier()
-		stamp("norm")
-		r.project(s, r.xn.All(), dim, m, projection{l.gate, r.gate, ff, false}, projection{l.up, r.up, ff, false})
-		s.Barrier()
-		stamp("ffn_up")
-		s.SwiGLU(r.gate.Range(0, uint64(4*m*ff)), r.up.Range(0, uint64(4*m*ff)), r.gate.Range(0, uint64(4*m*ff)), m*ff)
-		s.Barrier()
-		stamp("swiglu")
-		r.project(s, r.gate.All(), ff, m, projection{l.down, r.x, dim, true})
+		if r.fuses(m, dim, l.gate, l.up) && l.gate.typ == l.up.typ && l.gate.slices[0].rows == l.up.slices[0].rows {
+			// gate, up and SwiGLU in one dispatch, the norm and rounding in its prologue
+			up, g := l.up.slices[0].buf.All(), l.ffnNorm.buf.All()
+			s.MatVecFused(l.gate.typ, l.gate.slices[0].buf.All(), r.x.All(), r.gate.Range(0, uint64(4*ff)), dim, ff,
+				FusedDecodeOptions{Norm: &g, Eps: h.NormEps, Pair: &up})
+			s.Barrier()
+			stamp("ffn_up")
+		} else {
+			r.normProject(s, l.ffnNorm, dim, m, stamp, projection{l.gate, r.gate, ff, false}, projection{l.up, r.up, ff, false})
+			s.Barrier()
+			stamp("ffn_up")
+			s.SwiGLU(r.gate.Range(0, uint64(4*m*ff)), r.up.Range(0, uint64(4*m*ff)), r.gate.Range(0, uint64(4*m*ff)), m*ff)
+			s.Barrier()
+			stamp("swiglu")
+		}
+		r.projectFused(s, r.gate.All(), ff, m, projection{l.down, r.x, dim, true})
 		s.Barrier()
 		stamp("ffn_down")
 	}
