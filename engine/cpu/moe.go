@@ -51,6 +51,9 @@ func (r *Runner) moe(l *model.Layer, n int) {
 	r.norm(r.xb, r.x, l.FFNNorm, n)
 	r.matmul(s.logits[:n*ne], mo.Router, r.xb[:n*dim], n)
 	for i := 0; i < n; i++ {
+		if k < ne {
+			r.routerMargin = min(r.routerMargin, routerMargin(s.logits[i*ne:(i+1)*ne], k))
+		}
 		route(s.logits[i*ne:(i+1)*ne], p, s.selected[i*k:(i+1)*k], s.weights[i*k:(i+1)*k])
 	}
 	for e := 0; e < ne; e++ {
@@ -176,6 +179,33 @@ func topK(v []float32, selected []int) {
 		}
 		selected[j] = best
 	}
+}
+
+// routerMargin is how far one token's routing was from choosing another expert: its k-th
+// largest router logit less the (k+1)-th (every gating selects in the logits' order), NaN
+// counted as the smallest.
+func routerMargin(logits []float32, k int) float32 {
+	var top [65]float32 // the k+1 largest, descending (k <= 64: the routers there are)
+	n := 0
+	if k+1 > len(top) {
+		return float32(math.Inf(1))
+	}
+	for _, v := range logits {
+		if v != v {
+			v = float32(math.Inf(-1))
+		}
+		if n == k+1 && v <= top[k] {
+			continue
+		}
+		j := min(n, k)
+		for j > 0 && top[j-1] < v {
+			top[j] = top[j-1]
+			j--
+		}
+		top[j] = v
+		n = min(n+1, k+1)
+	}
+	return top[k-1] - top[k]
 }
 
 // sigmoid is 1/(1+e^-x) in float32, as ggml's.

@@ -267,3 +267,36 @@ func TestMoEBatchedPromptEqualsTokenByToken(t *testing.T) {
 		})
 	}
 }
+
+// The router margin is the k-th largest logit less the (k+1)-th, NaN counted as the smallest;
+// after an Eval of a mixture-of-experts model the runner reports the smallest over its tokens
+// and layers (positive and finite on random weights).
+func TestRouterMarginIsTheGapAfterTheLastSelected(t *testing.T) {
+	for _, tc := range []struct {
+		logits []float32
+		k      int
+		want   float32
+	}{
+		{[]float32{0.5, 3, 1, 2.5, 2}, 2, 0.5},
+		{[]float32{0.5, 3, 1, 2.5, 2}, 1, 0.5},
+		{[]float32{0.5, 3, 1, 2.5, 2}, 4, 0.5},
+		{[]float32{1, 2, 2, 0}, 1, 0},
+		{[]float32{float32(math.NaN()), 1, 3}, 2, float32(math.Inf(1))},
+	} {
+		if got := routerMargin(tc.logits, tc.k); got != tc.want {
+			t.Errorf("routerMargin(%v, %d) = %v, want %v", tc.logits, tc.k, got, tc.want)
+		}
+	}
+	m := synthMoE(t, quant.Q8_0)
+	r, err := New(m, Options{Threads: 1, Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Eval([]int{1, 262, 300, 275}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if g := r.RouterMargin(); !(g > 0 && g < 100) {
+		t.Fatalf("router margin %v after a mixture-of-experts Eval, want a positive gap", g)
+	}
+}

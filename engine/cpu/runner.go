@@ -7,6 +7,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 
 	"github.com/vkllm/vkllm/engine/model"
@@ -44,6 +45,7 @@ type Runner struct {
 	mmRows                        func(w, lo, hi int) // r.matmulRows, bound once
 	attnScratch                   []attnScratch       // per pool thread
 	moeS                          moeScratch          // the mixture-of-experts block's buffers
+	routerMargin                  float32             // the smallest router margin of the last evaluation (RouterMargin)
 }
 
 // New builds a runner for m. Only the KV cache and activation buffers are allocated; weights
@@ -193,6 +195,14 @@ func (r *Runner) EvalLayers(tokens []int, pos, layers int) ([]float32, error) {
 	return out, nil
 }
 
+// RouterMargin is how close the last Eval or EvalLayers came to routing some token to another
+// expert: over every token and mixture-of-experts layer, the smallest gap between the router
+// logit of the last expert selected and that of the best one left out (+Inf for a dense model,
+// or one whose tokens use every expert). Another backend whose router logits differ from these
+// by more than the margin may route that token differently: a near-tie of the routing, as a
+// small top-2 gap of the output is one of the greedy token.
+func (r *Runner) RouterMargin() float32 { return r.routerMargin }
+
 // Head applies the final norm and the output projection to rows of hidden states (Dim
 // values each, token-major: the residual stream after the last block, as EvalLayers with
 // every layer returns it) and returns every row's logits, token-major. It reads and writes
@@ -237,6 +247,7 @@ func (r *Runner) check(op string, tokens []int, pos, layers int) error {
 // of its n tokens (from index start of tokens) in x.
 func (r *Runner) run(tokens []int, pos, layers int, done func(start, n int)) error {
 	r.kv.truncate(pos)
+	r.routerMargin = float32(math.Inf(1))
 	for start := 0; start < len(tokens); start += maxBatch {
 		batch := tokens[start:min(start+maxBatch, len(tokens))]
 		if err := r.embed(batch); err != nil {
