@@ -99,6 +99,7 @@ type services struct {
 	Pins    *app.PinService
 	Plan    *app.PlanService
 	Bench   *app.BenchService
+	Library *app.LibraryService
 }
 
 // benchEngine is the engine as the bench service needs it.
@@ -143,14 +144,23 @@ func runWindow(ctx context.Context, svc services, em *switchEmitter) error {
 		MinHeight:        480,
 		BackgroundColour: &options.RGBA{R: 15, G: 17, B: 21, A: 255},
 		AssetServer:      &assetserver.Options{Assets: frontend.Dist()},
+		// A .gguf dropped on the window arrives with its path (OnFileDrop below).
+		DragAndDrop: &options.DragAndDrop{EnableFileDrop: true, DisableWebViewDrop: true},
 		OnStartup: func(wctx context.Context) {
 			em.set(app.EmitterFunc(func(name string, payload any) { wailsruntime.EventsEmit(wctx, name, payload) }))
+			app.UseFileDialog(svc.Model, func(title string) (string, error) {
+				return wailsruntime.OpenFileDialog(wctx, wailsruntime.OpenDialogOptions{
+					Title:   title,
+					Filters: []wailsruntime.FileFilter{{DisplayName: "GGUF models (*.gguf)", Pattern: "*.gguf"}},
+				})
+			})
+			wailsruntime.OnFileDrop(wctx, func(_, _ int, paths []string) { svc.Model.DropFiles(paths) })
 			go func() {
 				<-ctx.Done() // Ctrl-C in the terminal closes the window too
 				wailsruntime.Quit(wctx)
 			}()
 		},
-		Bind: []any{svc.Chat, svc.Model, svc.Devices, svc.Pins, svc.Plan, svc.Bench},
+		Bind: []any{svc.Chat, svc.Model, svc.Devices, svc.Pins, svc.Plan, svc.Bench, svc.Library},
 	})
 	if err != nil {
 		return fmt.Errorf("open the window: %w (build it with `wails build -tags webkit2_41`, or run with --browser)", err)
@@ -175,6 +185,7 @@ func runBrowser(ctx context.Context, listen string, svc services, em *switchEmit
 		"PinService":     svc.Pins,
 		"PlanService":    svc.Plan,
 		"BenchService":   svc.Bench,
+		"LibraryService": svc.Library,
 	})
 	fmt.Printf("vkllm UI at http://%s/ (Ctrl-C stops it)\n", ln.Addr())
 	return ws.Serve(ctx, ln)

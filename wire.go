@@ -67,7 +67,9 @@ func startServices(ctx context.Context, model string, em app.Emitter) (services,
 			slog.Warn("close the store", "err", err)
 		}
 	}
-	return newServices(ctx, sidecarEngine{sup}, sa, sa, st, em), closeAll, nil
+	svc := newServices(ctx, sidecarEngine{sup}, sa, sa, st, em)
+	wireLibrary(ctx, &svc, sa, em)
+	return svc, closeAll, nil
 }
 
 // sidecarEngine lets the sidecar supervisor serve as the app's Engine.

@@ -6,15 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/vkllm/vkllm/engine"
 )
 
-// ModelService tells which model the engine has loaded and opens another GGUF file.
+// ModelService tells which model the engine has loaded, opens another GGUF file (by a path, the
+// native file dialog, a file dropped on the window or the recent list), goes back to the embedded
+// model and unloads (models_open.go).
 type ModelService struct {
 	ctx    context.Context
 	engine Engine
 	emit   Emitter
+
+	mu      sync.Mutex
+	recents RecentStore // nil: no recent list
+	dialog  FileDialog  // nil: no native dialog (browser mode, or before the window starts)
 }
 
 // NewModelService returns the model service.
@@ -34,8 +41,12 @@ func (s *ModelService) Current() (engine.ModelInfo, error) {
 // Open loads the GGUF file at path in place of the current model and announces it as an
 // engine:event of kind "model". When the load fails the engine keeps the model it had, and that
 // one is announced instead, so the UI shows which model is serving.
+// A leading ~ in path is the home folder; a model that loads goes to the top of the recent list.
 func (s *ModelService) Open(path string) (engine.ModelInfo, error) {
-	path = strings.TrimSpace(path)
+	path, err := ExpandHome(path)
+	if err != nil {
+		return engine.ModelInfo{}, err
+	}
 	if path == "" {
 		return engine.ModelInfo{}, errors.New("open model: no path given; enter the path of a .gguf file")
 	}
@@ -47,6 +58,7 @@ func (s *ModelService) Open(path string) (engine.ModelInfo, error) {
 		return engine.ModelInfo{}, fmt.Errorf("open model %q: %w", path, err)
 	}
 	s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &info, AtMs: nowMs()})
+	s.remember(path)
 	return info, nil
 }
 

@@ -133,6 +133,7 @@ type Supervisor struct {
 	ready     chan struct{} // closed when cur is set; replaced when it goes away
 	closed    bool
 	modelPath *string // the model last loaded through LoadModel, restored after a restart
+	unloaded  bool    // UnloadModel emptied the engine: a restarted one is emptied too
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -387,8 +388,14 @@ func exitReason(err error) string {
 // restoreModel reloads the model the app had switched to before the crash.
 func (s *Supervisor) restoreModel(inst *instance) {
 	s.mu.Lock()
-	path := s.modelPath
+	path, unloaded := s.modelPath, s.unloaded
 	s.mu.Unlock()
+	if unloaded {
+		if err := s.call(s.ctx, inst, http.MethodPost, "/vkllm/unload", struct{}{}, nil); err != nil {
+			slog.Error("unload the model again after restart", "err", err)
+		}
+		return
+	}
 	if path == nil {
 		return
 	}
@@ -553,9 +560,25 @@ func (s *Supervisor) LoadModel(ctx context.Context, path string) (engine.ModelIn
 		return engine.ModelInfo{}, err
 	}
 	s.mu.Lock()
-	s.modelPath = &path
+	s.modelPath, s.unloaded = &path, false
 	s.mu.Unlock()
 	return info, nil
+}
+
+// UnloadModel empties the engine (POST /vkllm/unload), freeing the model's memory and VRAM; it
+// stays empty across restarts until LoadModel.
+func (s *Supervisor) UnloadModel(ctx context.Context) error {
+	inst, err := s.current(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.call(ctx, inst, http.MethodPost, "/vkllm/unload", struct{}{}, nil); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.modelPath, s.unloaded = nil, true
+	s.mu.Unlock()
+	return nil
 }
 
 // Devices returns GET /vkllm/devices as raw JSON.
