@@ -100,6 +100,8 @@ type services struct {
 	Plan    *app.PlanService
 	Bench   *app.BenchService
 	Library *app.LibraryService
+	// LoadOptions is the loaded model's context, device and KV cache type (wire_loadopts.go).
+	LoadOptions *app.LoadOptionsService
 }
 
 // benchEngine is the engine as the bench service needs it.
@@ -160,7 +162,7 @@ func runWindow(ctx context.Context, svc services, em *switchEmitter) error {
 				wailsruntime.Quit(wctx)
 			}()
 		},
-		Bind: []any{svc.Chat, svc.Model, svc.Devices, svc.Pins, svc.Plan, svc.Bench, svc.Library},
+		Bind: []any{svc.Chat, svc.Model, svc.Devices, svc.Pins, svc.Plan, svc.Bench, svc.Library, svc.LoadOptions},
 	})
 	if err != nil {
 		return fmt.Errorf("open the window: %w (build it with `wails build -tags webkit2_41`, or run with --browser)", err)
@@ -179,13 +181,14 @@ func runBrowser(ctx context.Context, listen string, svc services, em *switchEmit
 	hub := app.NewEventHub()
 	em.set(hub)
 	ws := app.NewWebServer(frontend.Dist(), hub, map[string]any{
-		"ChatService":    svc.Chat,
-		"ModelService":   svc.Model,
-		"DevicesService": svc.Devices,
-		"PinService":     svc.Pins,
-		"PlanService":    svc.Plan,
-		"BenchService":   svc.Bench,
-		"LibraryService": svc.Library,
+		"ChatService":        svc.Chat,
+		"ModelService":       svc.Model,
+		"DevicesService":     svc.Devices,
+		"PinService":         svc.Pins,
+		"PlanService":        svc.Plan,
+		"BenchService":       svc.Bench,
+		"LibraryService":     svc.Library,
+		"LoadOptionsService": svc.LoadOptions,
 	})
 	fmt.Printf("vkllm UI at http://%s/ (Ctrl-C stops it)\n", ln.Addr())
 	return ws.Serve(ctx, ln)

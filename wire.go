@@ -67,7 +67,10 @@ func startServices(ctx context.Context, model string, em app.Emitter) (services,
 			slog.Warn("close the store", "err", err)
 		}
 	}
-	svc := newServices(ctx, sidecarEngine{sup}, sa, sa, st, em)
+	eng := optionsEngine{sidecarEngine{sup}, st}
+	loadStartupOptions(ctx, eng, model)
+	svc := newServices(ctx, eng, sa, sa, st, em)
+	svc.LoadOptions = app.NewLoadOptionsService(ctx, eng, eng, st, em)
 	wireLibrary(ctx, &svc, sa, em)
 	return svc, closeAll, nil
 }

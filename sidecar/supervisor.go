@@ -132,8 +132,9 @@ type Supervisor struct {
 	cur       *instance     // nil while (re)starting
 	ready     chan struct{} // closed when cur is set; replaced when it goes away
 	closed    bool
-	modelPath *string // the model last loaded through LoadModel, restored after a restart
-	unloaded  bool    // UnloadModel emptied the engine: a restarted one is emptied too
+	modelPath *string      // the model last loaded through LoadModel, restored after a restart
+	loadReq   *LoadRequest // its load options when LoadModelWith loaded it (nil = the engine's own)
+	unloaded  bool         // UnloadModel emptied the engine: a restarted one is emptied too
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -388,7 +389,7 @@ func exitReason(err error) string {
 // restoreModel reloads the model the app had switched to before the crash.
 func (s *Supervisor) restoreModel(inst *instance) {
 	s.mu.Lock()
-	path, unloaded := s.modelPath, s.unloaded
+	path, unloaded, req := s.modelPath, s.unloaded, s.loadReq
 	s.mu.Unlock()
 	if unloaded {
 		if err := s.call(s.ctx, inst, http.MethodPost, "/vkllm/unload", struct{}{}, nil); err != nil {
@@ -399,8 +400,12 @@ func (s *Supervisor) restoreModel(inst *instance) {
 	if path == nil {
 		return
 	}
+	body := LoadRequest{Path: *path}
+	if req != nil {
+		body = *req
+	}
 	var info engine.ModelInfo
-	if err := s.call(s.ctx, inst, http.MethodPost, "/vkllm/load", map[string]string{"path": *path}, &info); err != nil {
+	if err := s.call(s.ctx, inst, http.MethodPost, "/vkllm/load", body, &info); err != nil {
 		slog.Error("reload model after restart", "path", *path, "err", err)
 	}
 }
@@ -560,7 +565,7 @@ func (s *Supervisor) LoadModel(ctx context.Context, path string) (engine.ModelIn
 		return engine.ModelInfo{}, err
 	}
 	s.mu.Lock()
-	s.modelPath, s.unloaded = &path, false
+	s.modelPath, s.loadReq, s.unloaded = &path, nil, false
 	s.mu.Unlock()
 	return info, nil
 }
@@ -576,7 +581,7 @@ func (s *Supervisor) UnloadModel(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	s.modelPath, s.unloaded = nil, true
+	s.modelPath, s.loadReq, s.unloaded = nil, nil, true
 	s.mu.Unlock()
 	return nil
 }
