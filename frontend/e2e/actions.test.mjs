@@ -1,6 +1,7 @@
-// End-to-end: the actions on each message (copy, edit and resend, regenerate, delete; Continue is
-// in settings.test.mjs), operated by keyboard as well as by click. The echo engine (VKLLM_SIDECAR)
-// answers each message with its own text, so every reply is known beforehand.
+// End-to-end: the actions on each message (copy, edit and resend, regenerate with its versions,
+// delete; Continue is in settings.test.mjs), operated by keyboard as well as by click. The echo
+// engine (VKLLM_SIDECAR) answers each message with its own text, so every reply is known
+// beforehand.
 //
 //   VKLLM_APP=../build/bin/vkllm-app node --test e2e/actions.test.mjs
 import { test, before, after } from "node:test";
@@ -64,7 +65,7 @@ test("copy puts a message's text on the clipboard", async () => {
   assert.equal(await page.evaluate(() => window.__copied[1]), "second question");
 });
 
-test("regenerate, from the keyboard, replaces the reply with a new one", async () => {
+test("regenerate, from the keyboard, streams a new version of the reply into it", async () => {
   // Watch the chat events: a regenerated reply starts without a user message and streams anew.
   await page.evaluate(
     () =>
@@ -90,6 +91,7 @@ test("regenerate, from the keyboard, replaces the reply with a new one", async (
     "the regenerate did not stream one new reply to the same question",
   );
   assert.deepEqual(await transcript(), ["user: first question", "assistant: first question", "user: second question", "assistant: second question"]);
+  assert.equal(await page.locator(".msg.assistant").last().locator(".alt-pos").innerText(), "2/2", "the regenerated reply does not say it is version 2 of 2");
   await reopen("first question");
   assert.equal(await page.locator(".msg").count(), 4, "the store kept the old reply beside the new one");
 });
@@ -116,4 +118,53 @@ test("delete, from the keyboard, removes just that message", async () => {
   assert.deepEqual(await transcript(), ["user: an edited question", "user: third question", "assistant: third question"]);
   await reopen("first question");
   assert.deepEqual(await transcript(), ["user: an edited question", "user: third question", "assistant: third question"]);
+});
+
+// The echo engine cuts its echo at max tokens (16 characters a token), so regenerating under
+// another max tokens gives another, known reply.
+test("regenerate keeps the earlier replies as alternatives: 2/3 flips between them, they survive a reload, and the one shown is what the next turn sees", async () => {
+  const q = "versions of a reply one two three four five six seven";
+  await page.locator("#new-chat").click();
+  await send(q);
+  const reply = page.locator(".msg.assistant").last();
+  const text = async () => (await reply.locator(".bubble").innerText()).trim();
+  const pos = () => reply.locator(".alt-pos").innerText();
+  assert.equal(await reply.locator(".alt-switch").count(), 0, "a reply never regenerated shows a version switcher");
+  if (!(await page.locator("#chat-settings").isVisible())) await page.locator("#settings-toggle").click();
+  for (const [max, want] of [
+    [1, "2/2"],
+    [2, "3/3"],
+  ]) {
+    await page.locator("#set-max-tokens").fill(String(max));
+    await page.locator("#set-max-tokens").press("Tab");
+    await page.locator("#settings-status", { hasText: "Saved" }).waitFor();
+    await reply.locator(".act-regenerate").click();
+    await reply.locator(".alt-pos", { hasText: want }).waitFor();
+    await idle();
+    assert.equal(await text(), q.slice(0, 16 * max), `version ${want} is not the reply cut at ${max} tokens`);
+  }
+  assert.equal(await page.locator(".msg").count(), 2, "regenerate added messages instead of versions");
+  await reply.locator(".alt-prev").click();
+  await reply.locator(".alt-pos", { hasText: "2/3" }).waitFor();
+  assert.equal(await text(), q.slice(0, 16));
+  await reply.locator(".alt-prev").focus();
+  await page.keyboard.press("Enter");
+  await reply.locator(".alt-pos", { hasText: "1/3" }).waitFor();
+  assert.equal(await text(), q, "version 1 is not the first, whole reply");
+  assert.ok(await reply.locator(".alt-prev").isDisabled(), "version 1 still offers a previous one");
+
+  // Stored: a reload shows the version chosen, and the others are still there.
+  await reopen("versions of a reply");
+  assert.equal(await pos(), "1/3");
+  assert.equal(await text(), q);
+  await reply.locator(".alt-next").click();
+  await reply.locator(".alt-pos", { hasText: "2/3" }).waitFor();
+  assert.equal(await text(), q.slice(0, 16));
+
+  // The next turn sees version 2: the echo engine counts a character of the prompt as a token,
+  // so the context line's total is the question, the 16 characters of version 2, "zz" and the
+  // one token of its echo.
+  await send("zz");
+  await page.locator("#context-use", { hasText: `${q.length + 16 + 2 + 1} / 4096 tokens` }).waitFor();
+  assert.equal(await page.locator(".msg.assistant").first().locator(".alt-pos").innerText(), "2/3", "the switcher left the earlier reply");
 });
