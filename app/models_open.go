@@ -148,3 +148,26 @@ func (s *ModelService) DropFiles(paths []string) {
 		s.emit.Emit(EventLibrary, LibraryEvent{Kind: "dropped", Error: fmt.Sprintf("%s is not a .gguf model file: drop a .gguf file to open it.", filepath.Base(paths[0])), AtMs: nowMs()})
 	}
 }
+
+// OpenAt is Open at a context of ctx tokens (the library's "lower the context" remedy); ctx 0,
+// or an engine that takes no load options, opens as Open does.
+func (s *ModelService) OpenAt(path string, ctx int) (engine.ModelInfo, error) {
+	loader, ok := s.engine.(OptionsLoader)
+	if ctx <= 0 || !ok {
+		return s.Open(path)
+	}
+	p, err := ExpandHome(path)
+	if err != nil {
+		return engine.ModelInfo{}, err
+	}
+	info, err := loader.LoadModelWith(s.ctx, EngineLoad{Path: p, Ctx: ctx, Backend: string(engine.BackendAuto)})
+	if err != nil {
+		if serving, merr := s.engine.Model(s.ctx); merr == nil {
+			s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &serving, AtMs: nowMs()})
+		}
+		return engine.ModelInfo{}, fmt.Errorf("open model %q at a context of %d: %w", p, ctx, err)
+	}
+	s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &info, AtMs: nowMs()})
+	s.remember(p)
+	return info, nil
+}

@@ -94,7 +94,12 @@ func NewPlanService(ctx context.Context, eng Engine) *PlanService {
 }
 
 // Plan returns the resident plan for a model as JSON (the same document as `vkllm plan --json`).
+// A leading ~ in the model's path is the home folder.
 func (s *PlanService) Plan(req PlanRequest) (json.RawMessage, error) {
+	var err error
+	if req.Model, err = ExpandHome(req.Model); err != nil {
+		return nil, err
+	}
 	raw, err := s.engine.Plan(s.ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("plan model %q: %w", req.Model, err)

@@ -105,7 +105,7 @@ export interface ModelInfo {
 }
 
 export interface EngineEvent {
-  kind: "started" | "restarted" | "stopped" | "model";
+  kind: "started" | "restarted" | "stopped" | "model" | "unloaded";
   reason?: string;
   model?: ModelInfo;
   atMs: number;
@@ -168,4 +168,62 @@ export interface BenchEvent {
   rows?: BenchRow[];
   error?: string;
   atMs: number;
+}
+
+// ---- model library (app/models_library.go, app/models_open.go) ---------------------------------
+
+// A model of the library (library.Model): a GGUF file a scan found, from its header alone.
+export interface LibraryModel {
+  path: string;
+  source: "llama.cpp" | "lmstudio" | "ollama" | "huggingface" | "folder" | string;
+  name: string;
+  arch: string;
+  params: number;
+  quant: string;
+  sizeBytes: number;
+  contextLength: number;
+  parts: number;
+  fileMtimeMs: number;
+  headerOnly: boolean;
+  problem: string; // why the engine cannot run it; "" = it can
+}
+
+export interface ScanProgress {
+  root: string;
+  found: number;
+  read: number;
+  unchanged: number;
+  current: string;
+}
+
+export interface ScanState {
+  running: boolean;
+  progress: ScanProgress;
+  error?: string;
+  skipped?: string[];
+  doneAtMs?: number;
+}
+
+export interface LibraryRoot {
+  path: string;
+  source: string;
+  exists: boolean;
+  added: boolean;
+}
+
+export interface LibraryEvent {
+  kind: "progress" | "finished" | "failed" | "dropped";
+  progress?: ScanProgress;
+  models?: number;
+  removed?: number;
+  skipped?: string[];
+  error?: string;
+  path?: string;
+  atMs: number;
+}
+
+export interface RecentModel {
+  path: string;
+  name: string;
+  exists: boolean;
 }

@@ -1,0 +1,167 @@
+// The model library and the open flow: the models a scan found (LibraryService), the folders it
+// covers, its progress, each model's plan for this GPU at the chosen context (PlanService), the
+// recent list and the native dialog (ModelService), and a file dropped on the window.
+import { api, errText } from "../lib/api";
+import type { PlanJSON } from "../lib/plantypes";
+import type { LibraryEvent, LibraryModel, LibraryRoot, RecentModel, ScanState } from "../types";
+import { model } from "./model.svelte";
+import { view } from "./view.svelte";
+
+// A model's plan as the library shows it: planning, the plan, or why there is none.
+export interface PlanEntry {
+  ctx: number; // the context it was asked at (0 = the model's own)
+  loading: boolean;
+  plan?: PlanJSON;
+  error?: string;
+  noGPU?: boolean; // no Vulkan device: the model would run on the CPU
+}
+
+class ModelsState {
+  library = $state<LibraryModel[]>([]);
+  roots = $state<LibraryRoot[]>([]);
+  scan = $state<ScanState | null>(null);
+  recent = $state<RecentModel[]>([]);
+  hasDialog = $state(false);
+  error = $state("");
+  // ctx is the context the library plans at (0 = each model's own); ctxFor holds a model's own
+  // choice, set by its "lower the context" remedy.
+  ctx = $state(0);
+  ctxFor = $state<Record<string, number>>({});
+  plans = $state<Record<string, PlanEntry>>({});
+  // dropped is a path a drop on the window offered, for the open form to take up.
+  dropped = $state<{ path: string; error: string; at: number } | null>(null);
+
+  async refresh() {
+    try {
+      const [library, roots, scan, recent, hasDialog] = await Promise.all([
+        api.call<LibraryModel[]>("LibraryService", "Models"),
+        api.call<LibraryRoot[]>("LibraryService", "Roots"),
+        api.call<ScanState>("LibraryService", "Status"),
+        api.call<RecentModel[]>("ModelService", "Recent"),
+        api.call<boolean>("ModelService", "HasFileDialog"),
+      ]);
+      this.library = library;
+      this.roots = roots;
+      this.scan = scan;
+      this.recent = recent;
+      this.hasDialog = hasDialog;
+      this.error = "";
+    } catch (e) {
+      this.error = errText(e);
+    }
+  }
+
+  async loadRecent() {
+    try {
+      this.recent = await api.call<RecentModel[]>("ModelService", "Recent");
+    } catch (e) {
+      this.error = errText(e);
+    }
+  }
+
+  async startScan() {
+    this.scan = await api.call<ScanState>("LibraryService", "Scan");
+  }
+
+  async addFolder(path: string) {
+    await api.call<string>("LibraryService", "AddFolder", path);
+    this.roots = await api.call<LibraryRoot[]>("LibraryService", "Roots");
+    await this.startScan();
+  }
+
+  async removeFolder(path: string) {
+    await api.call<void>("LibraryService", "RemoveFolder", path);
+    this.roots = await api.call<LibraryRoot[]>("LibraryService", "Roots");
+    await this.startScan();
+  }
+
+  ctxOf(path: string): number {
+    return this.ctxFor[path] ?? this.ctx;
+  }
+
+  // plan asks the engine's plan for one model at its context.
+  async plan(path: string) {
+    const ctx = this.ctxOf(path);
+    this.plans[path] = { ctx, loading: true };
+    try {
+      const p = await api.call<PlanJSON>("PlanService", "Plan", { model: path, ctx, ctx_strict: false, vram_mb: 0 });
+      this.plans[path] = { ctx, loading: false, plan: p };
+    } catch (e) {
+      const error = errText(e);
+      this.plans[path] = { ctx, loading: false, error, noGPU: /no Vulkan device/i.test(error) };
+    }
+  }
+
+  // planAll plans every model the engine could run (or plan: a header-only file), one after
+  // the other so the engine is not flooded.
+  async planAll() {
+    for (const m of this.library) {
+      if (m.problem && !m.headerOnly) continue;
+      await this.plan(m.path);
+    }
+  }
+
+  setCtx(ctx: number) {
+    this.ctx = ctx;
+    this.ctxFor = {};
+    void this.planAll();
+  }
+
+  // lowerCtx is the "lower the context" remedy of one model.
+  lowerCtx(path: string, ctx: number) {
+    this.ctxFor[path] = ctx;
+    void this.plan(path);
+  }
+
+  // pin is the "set a pin" remedy: the usable VRAM of the plan's GPU, kept for every model.
+  async pin(deviceKey: string, mb: number) {
+    await api.call<void>("PinService", "Set", deviceKey, mb);
+    await this.planAll();
+  }
+
+  // browse shows the window's file dialog and returns the path chosen ("" when cancelled).
+  async browse(): Promise<string> {
+    return api.call<string>("ModelService", "Browse");
+  }
+
+  // load opens a model (a library model at the context its remedy chose, if any) and
+  // refreshes the recent list.
+  async load(path: string) {
+    const ctx = this.ctxFor[path] ?? 0;
+    if (ctx > 0) await model.openAt(path, ctx);
+    else await model.open(path);
+    void this.loadRecent();
+  }
+}
+
+export const models = new ModelsState();
+
+let lastProgressAt = 0;
+api.on("library:event", (ev: LibraryEvent) => {
+  if (ev.kind === "dropped") {
+    models.dropped = { path: ev.path ?? "", error: ev.error ?? "", at: ev.atMs };
+    view.show("model"); // the open form takes it up
+    return;
+  }
+  if (ev.kind === "progress" && ev.progress) {
+    lastProgressAt = ev.atMs;
+    models.scan = { running: true, progress: ev.progress };
+    return;
+  }
+  if (ev.atMs < lastProgressAt) return;
+  models.scan = { running: false, progress: ev.progress ?? { root: "", found: 0, read: 0, unchanged: 0, current: "" }, error: ev.error, skipped: ev.skipped, doneAtMs: ev.atMs };
+  if (ev.kind === "finished") {
+    void (async () => {
+      try {
+        models.library = await api.call<LibraryModel[]>("LibraryService", "Models");
+      } catch (e) {
+        models.error = errText(e);
+      }
+      await models.planAll();
+    })();
+  }
+});
+
+api.on("engine:event", (ev: { kind: string }) => {
+  if (ev.kind === "model") void models.loadRecent();
+});
