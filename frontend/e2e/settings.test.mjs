@@ -1,7 +1,8 @@
 // End-to-end: a conversation's generation settings. With the echo engine (VKLLM_SIDECAR; 16
 // characters are a token) max tokens cuts the reply, which then says "stopped: max tokens" and
 // continues on Continue; the system prompt reaches the engine; the settings survive a reload.
-// With the embedded model and the real sidecar, the same seed gives the same sampled reply.
+// With the embedded model and the real sidecar, the same seed gives the same sampled reply, and
+// the model's load options (context, device, KV cache) reload it and survive an app restart.
 //
 //   VKLLM_APP=../build/bin/vkllm-app node --test e2e/settings.test.mjs
 import { test, before, after } from "node:test";
@@ -151,4 +152,58 @@ test("the same seed gives the same sampled reply on the embedded model", async (
   assert.ok(replies[0].length > 0, "the reply is empty");
   assert.equal(replies[1], replies[0], "seed 42 gave two different replies");
   assert.notEqual(replies[2], replies[0], "seeds 42 and 7 gave the same reply: the seed does not reach the sampler");
+});
+
+// The model's load options (the header's Load options panel) on the embedded model, trained for
+// 2048 positions: a shorter context on the CPU with an f32 KV cache reloads the model, the header
+// and the context line show it, a context past the training is refused, and after an app restart
+// the model loads with the saved options again.
+test("load options reload the model with a new context, device and KV cache, and survive a restart", async () => {
+  const dataDir = tempDir("vkllm-load-data-");
+  let app = await startApp(dataDir);
+  try {
+    await page.goto(app.url);
+    await page.locator("#model-context").waitFor();
+    await page.locator("#load-options-toggle").click();
+    await page.locator("#lo-bounds", { hasText: "trained for 2048" }).waitFor();
+    const devices = await page.locator("#lo-device option").evaluateAll((os) => os.map((o) => o.value));
+    assert.equal(devices[0], "auto", "the device list does not start with the automatic choice");
+    assert.equal(devices.at(-1), "cpu", "the device list does not end with the CPU");
+    assert.ok(await page.locator('#lo-kv option[value="f32"]').isDisabled(), "an f32 cache is offered for a GPU choice");
+
+    // Past the training: refused in one sentence, nothing reloaded.
+    await page.locator("#lo-device").selectOption("cpu");
+    await page.locator("#lo-context").fill("4096");
+    await page.locator("#lo-apply").click();
+    await page.locator("#lo-status.error", { hasText: "more than the 2048" }).waitFor();
+
+    await page.locator("#lo-context").fill("256");
+    await page.locator("#lo-kv").selectOption("f32");
+    await page.locator("#lo-apply").click();
+    await page.locator("#lo-status", { hasText: "Reloaded: context 256, cpu." }).waitFor();
+    await page.locator("#model-context", { hasText: "ctx 256" }).waitFor();
+    assert.equal((await page.locator("#model-placement").innerText()).trim(), "cpu");
+    assert.equal((await page.locator("#cpu-reason").innerText()).trim(), "On the CPU: chosen in the load options (Device: CPU).");
+
+    await page.locator("#new-chat").click();
+    await openSettings();
+    await setField("#set-max-tokens", 16);
+    const reply = await send("Once upon a time");
+    assert.equal(await reply.getAttribute("data-state"), "complete");
+    await page.locator("#context-use", { hasText: "/ 256 tokens of context" }).waitFor();
+
+    // Restart the app on the same store: the model loads with the saved options.
+    await stopApp(app);
+    app = await startApp(dataDir);
+    await page.goto(app.url);
+    await page.locator("#model-context", { hasText: "ctx 256" }).waitFor();
+    assert.equal((await page.locator("#cpu-reason").innerText()).trim(), "On the CPU: chosen in the load options (Device: CPU).");
+    await page.locator("#load-options-toggle").click();
+    await page.locator("#lo-context").waitFor();
+    assert.equal(await page.locator("#lo-context").inputValue(), "256");
+    assert.equal(await page.locator("#lo-device").inputValue(), "cpu");
+    assert.equal(await page.locator("#lo-kv").inputValue(), "f32");
+  } finally {
+    await stopApp(app);
+  }
 });
