@@ -16,6 +16,7 @@ import (
 type fakeModel struct {
 	name  string
 	delay time.Duration
+	ctx   int // the context it was loaded with; 0 = 256
 
 	mu        sync.Mutex
 	active    int
@@ -38,7 +39,7 @@ func newFakeLoader(delay time.Duration) (LoadFunc, func() *fakeModel) {
 		if opts.Path != "" {
 			name = opts.Path
 		}
-		m := &fakeModel{name: name, delay: delay}
+		m := &fakeModel{name: name, delay: delay, ctx: opts.Context}
 		mu.Lock()
 		last = m
 		mu.Unlock()
@@ -48,7 +49,11 @@ func newFakeLoader(delay time.Duration) (LoadFunc, func() *fakeModel) {
 }
 
 func (m *fakeModel) Info() engine.ModelInfo {
-	return engine.ModelInfo{Name: m.name, Arch: "llama", Backend: "cpu", Placement: "cpu", Context: 256}
+	ctx := m.ctx
+	if ctx == 0 {
+		ctx = 256
+	}
+	return engine.ModelInfo{Name: m.name, Arch: "llama", Backend: "cpu", Placement: "cpu", Context: ctx}
 }
 
 func (m *fakeModel) Close() error {

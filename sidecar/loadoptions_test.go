@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vkllm/vkllm/engine"
 )
@@ -101,4 +103,56 @@ func (ts testServer) post(t *testing.T, path, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+func TestSupervisorRestoresTheLoadOptionsAfterARestart(t *testing.T) {
+	var log eventLog
+	s := startChild(t, &log, "--delay", "1ms")
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		load func() (engine.ModelInfo, error)
+		want int // the context after the restart
+	}{
+		{"loaded with a context of 128", func() (engine.ModelInfo, error) {
+			return s.LoadModelWith(ctx, LoadRequest{Path: "/models/chosen.gguf", Ctx: 128, Backend: "cpu"})
+		}, 128},
+		{"loaded again without options", func() (engine.ModelInfo, error) { return s.LoadModel(ctx, "/models/chosen.gguf") }, 256},
+	}
+	for _, c := range cases {
+		if _, err := c.load(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		restarts := countKind(&log, EventRestarted)
+		syscall.Kill(s.PID(), syscall.SIGKILL)
+		waitKinds(t, &log, EventRestarted, restarts+1)
+		info, err := s.Model(ctx)
+		if err != nil || info.Name != "/models/chosen.gguf" || info.Context != c.want {
+			t.Errorf("%s: after the restart %+v, %v; want /models/chosen.gguf at context %d", c.name, info, err, c.want)
+		}
+	}
+	if _, err := s.LoadModelWith(ctx, LoadRequest{Path: "/m.gguf", Backend: "tpu"}); err == nil || !strings.Contains(err.Error(), `backend "tpu" is unknown`) {
+		t.Errorf("an unknown backend: %v, want it refused before the engine is asked", err)
+	}
+}
+
+func countKind(l *eventLog, kind string) int {
+	n := 0
+	for _, k := range l.kinds() {
+		if k == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func waitKinds(t *testing.T, l *eventLog, kind string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for countKind(l, kind) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d %s events within 15 s; got %v", n, kind, l.kinds())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
