@@ -192,7 +192,7 @@ func checkKV(kv string, b Backend) error {
 			continue
 		}
 		if t.CPUOnly && b != BackendCPU {
-			return fmt.Errorf("KV cache type %s is kept by the CPU only; choose f16, or the CPU", kv)
+			return fmt.Errorf("KV cache type %s is kept by the CPU only; choose f16, or run on the CPU (--cpu)", kv)
 		}
 		return nil
 	}

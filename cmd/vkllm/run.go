@@ -24,6 +24,7 @@ type modelFlags struct {
 	threads int
 	gpu     bool
 	cpu     bool
+	kv      string
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -33,11 +34,12 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.IntVar(&m.threads, "threads", 0, "CPU threads (default: VKLLM_THREADS or all cores)")
 	fs.BoolVar(&m.gpu, "gpu", false, "run on the GPU or fail")
 	fs.BoolVar(&m.cpu, "cpu", false, "run on the CPU")
+	fs.StringVar(&m.kv, "kv", "", "KV cache type: f16 (default) or f32 (with --cpu only)")
 	return m
 }
 
 func (m *modelFlags) options() (engine.LoadOptions, error) {
-	opts := engine.LoadOptions{Path: m.path, Context: m.ctx, Threads: m.threads, DeviceIndex: -1, Backend: engine.BackendAuto, StoredPinMB: store.StoredPinMB}
+	opts := engine.LoadOptions{Path: m.path, Context: m.ctx, Threads: m.threads, DeviceIndex: -1, Backend: engine.BackendAuto, KV: m.kv, StoredPinMB: store.StoredPinMB}
 	switch {
 	case m.gpu && m.cpu:
 		return opts, fmt.Errorf("%w: --gpu and --cpu exclude each other", errUsage)

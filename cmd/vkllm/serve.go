@@ -23,6 +23,7 @@ func runServe(ctx context.Context, args []string) error {
 	cpu := fs.Bool("cpu", false, "run on the CPU")
 	gpu := fs.Bool("gpu", false, "run on the GPU (fail instead of falling back)")
 	ctxLen := fs.Int("c", 0, "context length (default: the model's own, capped by the plan)")
+	kv := fs.String("kv", "", "KV cache type: f16 (default) or f32 (with --cpu only)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -43,6 +44,6 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	return sidecar.Serve(ctx, sidecar.ServeOptions{
 		ModelPath: *model, Listen: *listen, TokenFile: *tokenFile, AllowNonLoopback: *allowRemote,
-		Backend: backend, Context: *ctxLen,
+		Backend: backend, Context: *ctxLen, KV: *kv,
 	})
 }
