@@ -207,3 +207,33 @@ test("load options reload the model with a new context, device and KV cache, and
     await stopApp(app);
   }
 });
+
+// With a 512 MiB pin the plan arms on whatever Vulkan device there is (lavapipe without a GPU):
+// the load options move the model onto it at a chosen context and back to the CPU, and the
+// header says where it runs and why each time.
+test("load options move the model between a GPU and the CPU, the header following", async (t) => {
+  const app = await startApp(tempDir("vkllm-load-gpu-data-"), { VKLLM_GPU_VRAM_MB: "512" });
+  try {
+    await page.goto(app.url);
+    await page.locator("#model-context").waitFor();
+    await page.locator("#load-options-toggle").click();
+    await page.locator("#lo-bounds").waitFor();
+    const gpus = await page.locator("#lo-device option").evaluateAll((os) => os.map((o) => o.value).filter((v) => v.startsWith("gpu:")));
+    if (gpus.length === 0) return t.skip("no Vulkan device on this machine");
+    await page.locator("#lo-device").selectOption(gpus[0]);
+    await page.locator("#lo-bounds", { hasText: "the plan fits 2048 on GPU" }).waitFor();
+    await page.locator("#lo-context").fill("1024");
+    await page.locator("#lo-apply").click();
+    await page.locator("#lo-status", { hasText: "Reloaded: context 1024, resident." }).waitFor();
+    await page.locator("#model-context", { hasText: "ctx 1024" }).waitFor();
+    assert.equal((await page.locator("#model-placement").innerText()).trim(), "resident");
+    assert.ok(await page.locator("#cpu-reason").isHidden(), "the header gives a CPU reason for a model on the GPU");
+    await page.locator("#lo-device").selectOption("cpu");
+    await page.locator("#lo-apply").click();
+    await page.locator("#lo-status", { hasText: "Reloaded: context 1024, cpu." }).waitFor();
+    assert.equal((await page.locator("#model-placement").innerText()).trim(), "cpu");
+    assert.equal((await page.locator("#cpu-reason").innerText()).trim(), "On the CPU: chosen in the load options (Device: CPU).");
+  } finally {
+    await stopApp(app);
+  }
+});
