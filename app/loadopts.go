@@ -302,8 +302,15 @@ func (s *LoadOptionsService) Apply(opts LoadOptions) (LoadState, error) {
 	}
 	info, err := s.loader.LoadModelWith(s.ctx, load)
 	if err != nil {
-		if serving, merr := s.engine.Model(s.ctx); merr == nil {
-			s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &serving, AtMs: nowMs()})
+		serving, merr := s.engine.Model(s.ctx)
+		if merr != nil {
+			// The sidecar's error says that nothing is loaded now, and what to do.
+			return st, fmt.Errorf("reload %s with these options: %w", st.Model.Name, err)
+		}
+		serving = ExplainPlacement(serving, st.Options)
+		s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &serving, AtMs: nowMs()})
+		if strings.Contains(err.Error(), "keeps serving") {
+			return st, fmt.Errorf("reload %s with these options: %w", st.Model.Name, err)
 		}
 		return st, fmt.Errorf("reload %s with these options: %w; it keeps running as before", st.Model.Name, err)
 	}

@@ -181,19 +181,48 @@ func TestApplyRefusesOptionsTheModelOrDeviceCannotTake(t *testing.T) {
 	}
 }
 
-func TestAFailedReloadSaysTheModelKeepsRunningAndSavesNothing(t *testing.T) {
-	svc, eng, st, rec := newOptionsService()
-	eng.failLoad = errors.New("load model: out of device memory")
-	_, err := svc.Apply(LoadOptions{Context: 4096})
-	if err == nil || !strings.Contains(err.Error(), "reload m.gguf with these options: load model: out of device memory; it keeps running as before") {
-		t.Fatalf("failed reload: %v", err)
+func TestAFailedReloadSaysWhatRunsNowAndSavesNothing(t *testing.T) {
+	cases := []struct {
+		name    string
+		cause   string
+		gone    bool // nothing is loaded after the failure
+		want    string
+		emitted bool
+	}{
+		{"the engine's own word", "load model: out of device memory", false, "reload m.gguf with these options: load model: out of device memory; it keeps running as before", true},
+		{"the sidecar says who keeps serving", "load model: out of device memory; m.gguf keeps serving (fix the file or open another one)", false, "out of device memory; m.gguf keeps serving (fix the file or open another one)", true},
+		{"nothing loaded", "load model: out of device memory; reloading the previous model failed too, so none is loaded: open a model file", true, "so none is loaded: open a model file", false},
 	}
-	if len(st) != 0 {
-		t.Errorf("options of a failed reload were saved: %v", st)
+	for _, c := range cases {
+		svc, eng, st, rec := newOptionsService()
+		eng.failLoad = errors.New(c.cause)
+		if c.gone {
+			svc.engine = goneEngine{eng}
+		}
+		_, err := svc.Apply(LoadOptions{Context: 4096})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Count(err.Error(), "keeps") > 1 {
+			t.Errorf("%s: %v, want it to end %q", c.name, err, c.want)
+		}
+		if c.gone && strings.Contains(err.Error(), "keeps running") {
+			t.Errorf("%s: %v says the model keeps running", c.name, err)
+		}
+		if len(st) != 0 {
+			t.Errorf("%s: options of a failed reload were saved: %v", c.name, st)
+		}
+		if (len(rec.events) > 0) != c.emitted {
+			t.Errorf("%s: %d engine:event model, want %v", c.name, len(rec.events), c.emitted)
+		}
 	}
-	if len(rec.events) == 0 {
-		t.Error("no engine:event model for the model still serving")
+}
+
+// goneEngine has no model once its load failed.
+type goneEngine struct{ *optionsEngine }
+
+func (g goneEngine) Model(ctx context.Context) (engine.ModelInfo, error) {
+	if g.failLoad != nil && len(g.loads) > 0 {
+		return engine.ModelInfo{}, errors.New("no model loaded")
 	}
+	return g.optionsEngine.Model(ctx)
 }
 
 func TestStoredLoadOptionsFallBackToTheDefaults(t *testing.T) {
