@@ -51,7 +51,7 @@ func (r *Runner) moe(l *model.Layer, n int) {
 	r.norm(r.xb, r.x, l.FFNNorm, n)
 	r.matmul(s.logits[:n*ne], mo.Router, r.xb[:n*dim], n)
 	for i := 0; i < n; i++ {
-		if k < ne {
+		if i == n-1 && k < ne { // the batch's last token: RouterMargin
 			r.routerMargin = min(r.routerMargin, routerMargin(s.logits[i*ne:(i+1)*ne], k))
 		}
 		route(s.logits[i*ne:(i+1)*ne], p, s.selected[i*k:(i+1)*k], s.weights[i*k:(i+1)*k])

@@ -195,12 +195,13 @@ func (r *Runner) EvalLayers(tokens []int, pos, layers int) ([]float32, error) {
 	return out, nil
 }
 
-// RouterMargin is how close the last Eval or EvalLayers came to routing some token to another
-// expert: over every token and mixture-of-experts layer, the smallest gap between the router
-// logit of the last expert selected and that of the best one left out (+Inf for a dense model,
-// or one whose tokens use every expert). Another backend whose router logits differ from these
-// by more than the margin may route that token differently: a near-tie of the routing, as a
-// small top-2 gap of the output is one of the greedy token.
+// RouterMargin is how close the last Eval or EvalLayers came to routing its last token to
+// another expert: over the mixture-of-experts layers, the smallest gap between the router
+// logit of the last expert selected for that token and that of the best one left out (+Inf for
+// a dense model, or one whose tokens use every expert). Another backend whose router logits
+// differ from these by more than the margin may route the token differently and get other
+// logits for it: a near-tie of the routing, as a small top-2 gap of the output is one of the
+// greedy token.
 func (r *Runner) RouterMargin() float32 { return r.routerMargin }
 
 // Head applies the final norm and the output projection to rows of hidden states (Dim
@@ -247,9 +248,9 @@ func (r *Runner) check(op string, tokens []int, pos, layers int) error {
 // of its n tokens (from index start of tokens) in x.
 func (r *Runner) run(tokens []int, pos, layers int, done func(start, n int)) error {
 	r.kv.truncate(pos)
-	r.routerMargin = float32(math.Inf(1))
 	for start := 0; start < len(tokens); start += maxBatch {
 		batch := tokens[start:min(start+maxBatch, len(tokens))]
+		r.routerMargin = float32(math.Inf(1))
 		if err := r.embed(batch); err != nil {
 			return err
 		}

@@ -60,11 +60,11 @@ func TestArmedLineNamesTheExperts(t *testing.T) {
 	if !p.Verdict.Armed || !strings.Contains(p.Verdict.Text, "(48 layers, 128 experts (8 used), dim 2048, ctx 4096") {
 		t.Fatalf("verdict %q", p.Verdict.Text)
 	}
-	if b := p.Breakdown(); !strings.Contains(b, "128 experts of width 768, 8 used per token") || !strings.Contains(b, MoENote) {
+	if b := p.Breakdown(); !strings.Contains(b, "128 experts of width 768, 8 used per token") {
 		t.Fatalf("breakdown:\n%s", b)
 	}
-	if p.Verdict.Note != MoENote {
-		t.Fatalf("an MoE plan does not say who serves it: note %q", p.Verdict.Note)
+	if p.Verdict.Note != "" {
+		t.Fatalf("an MoE plan the Vulkan driver runs carries a note: %q", p.Verdict.Note)
 	}
 	d := Compute(Input{Model: dense8B(), Uploads: uploads(t, 32, 8*MiB, 64*MiB, 64*MiB), KV: KVFor(dense8B()), Scratch: ScratchFor(dense8B()),
 		Device: Device{Name: "big GPU", HeapBytes: 140 * GiB}, Ctx: CtxRequest{Requested: 4096}})

@@ -145,15 +145,8 @@ func Compute(in Input) Plan {
 	p.room(in)
 	p.chooseCtx(in)
 	p.decide(in)
-	if in.Model.MoE() {
-		p.Verdict.Note = MoENote
-	}
 	return p
 }
-
-// MoENote is the plan's note on a mixture-of-experts model: the Vulkan drivers do not run its
-// expert layers yet (engine/vulkan/backend declines it in the same words' spirit).
-const MoENote = "the Vulkan driver does not run mixture-of-experts layers yet: the CPU serves this model; the numbers above are what residency will take"
 
 // room sets cap, headroom, usable and their source.
 func (p *Plan) room(in Input) {

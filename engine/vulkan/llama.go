@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/vkllm/vkllm/engine/config"
@@ -46,11 +49,13 @@ type layerWeights struct {
 	qBias, kBias, vBias vector // qwen2 (nil buffers otherwise)
 	qNorm, kNorm        vector // qwen3: per-head RMSNorm weights (nil buffers otherwise)
 	q, k, v, o          weight
-	gate, up, down      weight
+	gate, up, down      weight      // the dense FFN (none for a mixture of experts)
+	moe                 *moeWeights // the mixture-of-experts FFN (qwen2moe, qwen3moe); nil for a dense one
 	kCache, vCache      *Buffer
 }
 
-// Resident is the whole-model resident forward pass of a llama, qwen2 or qwen3 model: every
+// Resident is the whole-model resident forward pass of a llama, qwen2, qwen3, qwen2moe or
+// qwen3moe model (residentArchs): every
 // weight uploaded in its GGUF layout, the KV cache in f16 on the device and scratch sized once
 // for a Window-row prefill. Decode replays one pre-recorded command buffer per token with the
 // token and position in device-visible buffers. It implements model.Runner and is not safe for
@@ -58,6 +63,7 @@ type layerWeights struct {
 type Resident struct {
 	c      *Context
 	h      model.Hyperparameters
+	arch   residentArch // the architecture's layer (arch_*.go)
 	ctxLen int
 	rows   int // scratch rows (Window, or less for short contexts)
 
@@ -68,9 +74,10 @@ type Resident struct {
 
 	// scratch, token-major
 	x, xn, q, k, v, att, gate, up *Buffer
-	attPart                       *Buffer // split attention's per-range partials (fast tier; nil on the exact tier)
-	xq                            *Buffer // activations rounded for quantized weights
-	logits                        *Buffer // host-visible: rows × vocab
+	attPart                       *Buffer    // split attention's per-range partials (fast tier; nil on the exact tier)
+	xq                            *Buffer    // activations rounded for quantized weights
+	moe                           moeScratch // a mixture of experts' routing (nil buffers for a dense model)
+	logits                        *Buffer    // host-visible: rows × vocab
 	logitRows                     int
 	ids, pos, best                *Buffer // host-visible
 	ropeCS                        *Buffer // host-visible: rows × ropeDims/2 (cos, sin) pairs
@@ -137,10 +144,10 @@ type Part struct {
 // CheckModel reports whether the resident driver can run m, with the reason when not.
 func CheckModel(m *model.Model) error {
 	h := m.Hyper
-	switch h.Arch {
-	case "llama", "qwen2", "qwen3":
-	default:
-		return fmt.Errorf("architecture %q: %w (llama, qwen2 and qwen3 only)", h.Arch, ErrUnsupported)
+	arch, ok := residentArchs[h.Arch]
+	if !ok {
+		names := slices.Sorted(maps.Keys(residentArchs))
+		return fmt.Errorf("architecture %q: %w (%s only)", h.Arch, ErrUnsupported, strings.Join(names, ", "))
 	}
 	if h.HeadDim > 256 || h.HeadDim%2 != 0 || h.ValueDim != h.HeadDim {
 		return fmt.Errorf("head size %d/%d: %w (even, at most 256, keys and values alike)", h.HeadDim, h.ValueDim, ErrUnsupported)
@@ -151,25 +158,27 @@ func CheckModel(m *model.Model) error {
 	if h.Dim%4 != 0 {
 		return fmt.Errorf("embedding length %d: %w (must be a multiple of 4)", h.Dim, ErrUnsupported)
 	}
+	if err := checkMoE(m); err != nil {
+		return err
+	}
 	mats := []model.Matrix{m.TokenEmbd, m.Output}
 	for _, l := range m.Layers {
-		mats = append(mats, l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down)
-	}
-	type sized struct {
-		v model.Vector
-		n int
-	}
-	for i, l := range m.Layers {
-		var vecs []sized
-		switch h.Arch {
-		case "qwen2":
-			vecs = []sized{{l.QBias, h.QDim()}, {l.KBias, h.KDim()}, {l.VBias, h.VDim()}}
-		case "qwen3":
-			vecs = []sized{{l.QNorm, h.HeadDim}, {l.KNorm, h.HeadDim}}
+		mats = append(mats, l.Q, l.K, l.V, l.O)
+		if l.MoE == nil {
+			mats = append(mats, l.Gate, l.Up, l.Down)
 		}
-		for _, v := range vecs {
-			if len(v.v.Values) != v.n {
-				return fmt.Errorf("layer %d: vector %q has %d values, want %d: %w", i, v.v.Name, len(v.v.Values), v.n, ErrUnsupported)
+		mats = append(mats, moeMatrices(l)...)
+	}
+	for i := range m.Layers {
+		if arch.vectors == nil {
+			break
+		}
+		for _, v := range arch.vectors(h, &m.Layers[i], &layerWeights{}) {
+			if v.optional && v.src.Values == nil {
+				continue
+			}
+			if len(v.src.Values) != v.n {
+				return fmt.Errorf("layer %d: vector %q has %d values, want %d: %w", i, v.src.Name, len(v.src.Values), v.n, ErrUnsupported)
 			}
 		}
 	}
@@ -203,7 +212,7 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		return nil, fmt.Errorf("resident driver: context %d needs a %d-byte KV binding per layer, over maxStorageBufferRange %d (at most %d positions): %w",
 			ctxLen, uint64(ctxLen)*kvRowBytes, c.Info.MaxStorageBufferRange, maxCtx, ErrTooLarge)
 	}
-	r := &Resident{c: c, h: h, ctxLen: ctxLen, prof: config.GPUProf.Bool(), ownCtx: opts.OwnContext,
+	r := &Resident{c: c, h: h, arch: residentArchs[h.Arch], ctxLen: ctxLen, prof: config.GPUProf.Bool(), ownCtx: opts.OwnContext,
 		hasHead: true, onWarmup: opts.AfterWarmup, ropeDims: h.Rope.Dims, ropeScale: h.Rope.FreqScale}
 	if r.ropeDims == 0 {
 		r.ropeDims = h.HeadDim
@@ -257,11 +266,23 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		l := m.Layers[i]
 		w0 := r.Bytes.Weights
 		var lw layerWeights
-		for _, p := range []struct {
+		mats := []struct {
 			dst *weight
 			src model.Matrix
-		}{{&lw.q, l.Q}, {&lw.k, l.K}, {&lw.v, l.V}, {&lw.o, l.O}, {&lw.gate, l.Gate}, {&lw.up, l.Up}, {&lw.down, l.Down}} {
+		}{{&lw.q, l.Q}, {&lw.k, l.K}, {&lw.v, l.V}, {&lw.o, l.O}}
+		if l.MoE == nil {
+			mats = append(mats, []struct {
+				dst *weight
+				src model.Matrix
+			}{{&lw.gate, l.Gate}, {&lw.up, l.Up}, {&lw.down, l.Down}}...)
+		}
+		for _, p := range mats {
 			if *p.dst, err = r.uploadMatrix(p.src); err != nil {
+				return nil, err
+			}
+		}
+		if l.MoE != nil {
+			if lw.moe, err = r.uploadMoE(l.MoE); err != nil {
 				return nil, err
 			}
 		}
@@ -271,19 +292,15 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		if lw.ffnNorm, err = r.uploadVector(l.FFNNorm); err != nil {
 			return nil, err
 		}
-		type upload struct {
-			dst *vector
-			src model.Vector
+		var extra []layerVector
+		if r.arch.vectors != nil {
+			extra = r.arch.vectors(h, &l, &lw)
 		}
-		var extra []upload
-		switch h.Arch {
-		case "qwen2":
-			extra = []upload{{&lw.qBias, l.QBias}, {&lw.kBias, l.KBias}, {&lw.vBias, l.VBias}}
-		case "qwen3":
-			extra = []upload{{&lw.qNorm, l.QNorm}, {&lw.kNorm, l.KNorm}}
-		}
-		for _, p := range extra {
-			if *p.dst, err = r.uploadVector(p.src); err != nil {
+		for _, v := range extra {
+			if v.optional && v.src.Values == nil {
+				continue // a vector the file may leave out
+			}
+			if *v.dst, err = r.uploadVector(v.src); err != nil {
 				return nil, err
 			}
 		}
@@ -305,8 +322,12 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		return nil, err
 	}
 	ok = true
-	slog.Info("vulkan resident driver ready", "layers", len(r.layers), "first_layer", r.first, "head", r.hasHead, "dim", h.Dim, "ctx", ctxLen, "kv", "f16",
-		"weights_mb", r.Bytes.Weights>>20, "kv_mb", r.Bytes.KV>>20, "scratch_mb", r.Bytes.Scratch>>20)
+	args := []any{"layers", len(r.layers), "first_layer", r.first, "head", r.hasHead, "dim", h.Dim, "ctx", ctxLen, "kv", "f16",
+		"weights_mb", r.Bytes.Weights >> 20, "kv_mb", r.Bytes.KV >> 20, "scratch_mb", r.Bytes.Scratch >> 20}
+	if p := h.MoE; p.Experts > 0 {
+		args = append(args, "experts", p.Experts, "experts_used", p.Used)
+	}
+	slog.Info("vulkan resident driver ready", args...)
 	return r, nil
 }
 
@@ -363,7 +384,8 @@ func (r *Resident) allocScratch(window int) error {
 	r.rows = min(window, r.ctxLen)
 	rng := r.c.Info.MaxStorageBufferRange
 	// The widest activation must fit one binding for a full window.
-	for r.rows > 1 && uint64(r.rows*max(h.FFN, h.QDim(), h.Dim)*4) > rng {
+	ff := ffnWidth(h)
+	for r.rows > 1 && uint64(r.rows*max(ff, h.QDim(), h.Dim, h.MoE.Used*h.Dim)*4) > rng {
 		r.rows /= 2
 	}
 	r.logitRows = max(1, min(r.rows, int(rng/uint64(4*h.VocabSize))))
@@ -375,8 +397,8 @@ func (r *Resident) allocScratch(window int) error {
 	allocs := []alloc{
 		{&r.x, r.rows * h.Dim, false}, {&r.xn, r.rows * h.Dim, false},
 		{&r.q, r.rows * h.QDim(), false}, {&r.k, r.rows * h.KDim(), false}, {&r.v, r.rows * h.VDim(), false},
-		{&r.att, r.rows * h.QDim(), false}, {&r.gate, r.rows * h.FFN, false}, {&r.up, r.rows * h.FFN, false},
-		{&r.xq, r.rows * max(h.FFN, h.QDim(), h.Dim), false},
+		{&r.att, r.rows * h.QDim(), false}, {&r.gate, r.rows * ff, false}, {&r.up, r.rows * ff, false},
+		{&r.xq, r.rows * max(ff, h.QDim(), h.Dim), false},
 		{&r.ids, r.rows, true}, {&r.pos, 1, true}, {&r.ropeCS, r.rows * r.ropeDims, true},
 	}
 	if r.c.usesSplitAttention(h.HeadDim) {
@@ -399,7 +421,7 @@ func (r *Resident) allocScratch(window int) error {
 		*a.dst = b
 		r.Bytes.Scratch += b.Size
 	}
-	return nil
+	return r.allocMoEScratch()
 }
 
 // matmul records Y = W·X over m tokens, one dispatch per row slice of W.
@@ -504,15 +526,12 @@ func projectionWeights(ps []projection) []weight {
 }
 
 // record records the forward pass of m tokens (ids/pos buffers already hold them) up to the
-// final norm; head adds the output projection of the rows from first, count rows.
+// final norm: the embedding, each layer as its architecture composes it (arch_*.go), the norm;
+// head adds the output projection of the rows from first, count rows.
 func (r *Resident) record(s *Seq, m int) {
 	h := r.h
-	dim, qd, kd, vd, ff := h.Dim, h.QDim(), h.KDim(), h.VDim(), h.FFN
-	stamp := func(label string) {
-		if r.prof {
-			s.Stamp(label)
-		}
-	}
+	dim := h.Dim
+	stamp := r.stamper(s)
 	stamp("start")
 	if r.part {
 		s.Copy(r.hin, 0, r.x, 0, uint64(4*m*dim))
@@ -523,59 +542,8 @@ func (r *Resident) record(s *Seq, m int) {
 	}
 	s.Barrier()
 	stamp("embed")
-	neox := h.Rope.Kind == model.RopeNeoX
-	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
-	for _, l := range r.layers {
-		r.normProject(s, l.attnNorm, dim, m, stamp,
-			projection{l.q, r.q, qd, false}, projection{l.k, r.k, kd, false}, projection{l.v, r.v, vd, false})
-		s.Barrier()
-		switch {
-		case l.qBias.buf != nil: // qwen2
-			s.AddBias(l.qBias.buf.All(), r.q.Range(0, uint64(4*m*qd)), qd, m)
-			s.AddBias(l.kBias.buf.All(), r.k.Range(0, uint64(4*m*kd)), kd, m)
-			s.AddBias(l.vBias.buf.All(), r.v.Range(0, uint64(4*m*vd)), vd, m)
-			s.Barrier()
-		case l.qNorm.buf != nil: // qwen3
-			s.RMSNormHeads(r.q, l.qNorm.buf.All(), h.HeadDim, h.Heads, m, h.NormEps)
-			s.RMSNormHeads(r.k, l.kNorm.buf.All(), h.HeadDim, h.HeadsKV, m, h.NormEps)
-			s.Barrier()
-		}
-		stamp("qkv")
-		s.Rope(r.q.All(), r.ropeCS.All(), h.HeadDim, h.Heads, m, r.ropeDims, neox, qd)
-		s.Rope(r.k.All(), r.ropeCS.All(), h.HeadDim, h.HeadsKV, m, r.ropeDims, neox, kd)
-		s.Barrier()
-		s.KVStore(r.k.All(), l.kCache.All(), r.pos.All(), kd, m, kd)
-		s.KVStore(r.v.All(), l.vCache.All(), r.pos.All(), vd, m, vd)
-		s.Barrier()
-		stamp("rope_kv")
-		if r.attPart != nil {
-			s.AttentionSplit(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, r.ctxLen, scale)
-		} else {
-			s.Attention(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, scale)
-		}
-		s.Barrier()
-		stamp("attention")
-		r.projectFused(s, r.att.All(), qd, m, projection{l.o, r.x, dim, true})
-		s.Barrier()
-		stamp("attn_out")
-		if r.fuses(m, dim, l.gate, l.up) && l.gate.typ == l.up.typ && l.gate.slices[0].rows == l.up.slices[0].rows {
-			// gate, up and SwiGLU in one dispatch, the norm and rounding in its prologue
-			up, g := l.up.slices[0].buf.All(), l.ffnNorm.buf.All()
-			s.MatVecFused(l.gate.typ, l.gate.slices[0].buf.All(), r.x.All(), r.gate.Range(0, uint64(4*ff)), dim, ff,
-				FusedDecodeOptions{Norm: &g, Eps: h.NormEps, Pair: &up})
-			s.Barrier()
-			stamp("ffn_up")
-		} else {
-			r.normProject(s, l.ffnNorm, dim, m, stamp, projection{l.gate, r.gate, ff, false}, projection{l.up, r.up, ff, false})
-			s.Barrier()
-			stamp("ffn_up")
-			s.SwiGLU(r.gate.Range(0, uint64(4*m*ff)), r.up.Range(0, uint64(4*m*ff)), r.gate.Range(0, uint64(4*m*ff)), m*ff)
-			s.Barrier()
-			stamp("swiglu")
-		}
-		r.projectFused(s, r.gate.All(), ff, m, projection{l.down, r.x, dim, true})
-		s.Barrier()
-		stamp("ffn_down")
+	for i := range r.layers {
+		r.arch.layer(r, s, &r.layers[i], m)
 	}
 	if !r.hasHead {
 		s.Copy(r.x, 0, r.hout, 0, uint64(4*m*dim))
@@ -748,7 +716,7 @@ func (r *Resident) profile(wall time.Duration) {
 	r.profTok++
 	if r.profTok%32 == 0 {
 		args := []any{"tokens", r.profTok}
-		for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "ffn_up", "swiglu", "ffn_down", "head", "wall"} {
+		for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "router", "ffn_up", "swiglu", "ffn_down", "head", "wall"} {
 			args = append(args, k+"_us", math.Round(r.profSum[k]/float64(r.profTok)/1e3))
 		}
 		slog.Info("vulkan decode profile (per token)", args...)
@@ -826,7 +794,7 @@ func (r *Resident) logPrefill(s *Seq, n int, wall time.Duration) {
 		return
 	}
 	args := []any{"rows", n, "wall_ms", wall.Milliseconds()}
-	for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "ffn_up", "swiglu", "ffn_down"} {
+	for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "router", "ffn_up", "swiglu", "ffn_down"} {
 		args = append(args, k+"_us", math.Round(tm[k]/1e3))
 	}
 	slog.Info("vulkan prefill window profile", args...)
@@ -943,12 +911,14 @@ func (r *Resident) Close() error {
 		for _, w := range []weight{l.q, l.k, l.v, l.o, l.gate, l.up, l.down} {
 			freeW(w)
 		}
+		l.moe.free()
 		for _, v := range []vector{l.attnNorm, l.ffnNorm, l.qBias, l.kBias, l.vBias, l.qNorm, l.kNorm} {
 			v.buf.Free()
 		}
 		l.kCache.Free()
 		l.vCache.Free()
 	}
+	r.moe.free()
 	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout} {
 		b.Free()
 	}

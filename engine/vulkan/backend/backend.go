@@ -29,9 +29,6 @@ func init() { engine.RegisterGPUBackend("vulkan", New) }
 // when an upload the plan chose goes wrong. A declined plan (or VKLLM_GPU_RESIDENT=0) with
 // GPU layers in its split runs split, placement "split k of L".
 func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOptions) (engine.GPURunner, error) {
-	if reason, ok := DeclineMoE(m); ok {
-		return engine.GPURunner{}, fmt.Errorf("%w: %s", engine.ErrGPUDeclined, reason)
-	}
 	if err := vulkan.CheckModel(m); err != nil {
 		return engine.GPURunner{}, fmt.Errorf("%w: %v", engine.ErrGPUDeclined, err)
 	}
@@ -116,17 +113,6 @@ func smallerSplit(f *gguf.File, dev vulkan.DeviceInfo, p plan.Plan, bytes int64)
 	in.ForceSplit = true
 	sp := plan.Compute(in)
 	return sp, sp.Split != nil && sp.Split.GPULayers > 0
-}
-
-// DeclineMoE is the one-line reason the Vulkan drivers (resident and split alike) do not take
-// a mixture-of-experts model yet, and true, or false for a dense model. It is checked before any
-// device is opened or planned, so auto mode serves such a model on the CPU saying why and
-// --gpu fails with the same words.
-func DeclineMoE(m *model.Model) (string, bool) {
-	if m.Hyper.MoE.Experts == 0 {
-		return "", false
-	}
-	return fmt.Sprintf("the Vulkan driver does not run %s's mixture-of-experts layers yet; the CPU serves", m.Hyper.Arch), true
 }
 
 // newSplit runs the plan's split: its GPU layers (the last ones) and, where the plan put it

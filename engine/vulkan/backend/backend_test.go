@@ -86,7 +86,8 @@ func TestDeclinesUnderATightPin(t *testing.T) {
 
 // The plan and the driver walk the same tensors: the weight and KV bytes the plan counts are
 // the bytes the driver allocates, for the shared models and for random qwen2/qwen3 models
-// (biases, head norms) and a llama model with rope_freqs (which stays on the host).
+// (biases, head norms), a llama model with rope_freqs (which stays on the host) and the tiny
+// qwen3moe and qwen2moe (router, 3-D expert tensors, the shared expert and its gate).
 func TestPlanBytesEqualDriverAllocations(t *testing.T) {
 	vulkanOrSkip(t)
 	devs, err := vulkan.Devices()
@@ -116,6 +117,15 @@ func TestPlanBytesEqualDriverAllocations(t *testing.T) {
 			return f
 		}
 	}
+	tiny := func(arch string, typ quant.Type) func(t *testing.T) *gguf.File {
+		return func(t *testing.T) *gguf.File {
+			f, err := gguf.Open(modeltest.TinySynth(t, "", arch, typ, 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
 	roped := modeltest.Small("llama", quant.Q4_0, 5)
 	roped.RopeFactors = true
 	for _, tc := range []struct {
@@ -129,6 +139,8 @@ func TestPlanBytesEqualDriverAllocations(t *testing.T) {
 		{"qwen2-Q4_K", synth(modeltest.Small("qwen2", quant.Q4_K, 9)), 64},
 		{"qwen3-Q4_K", synth(modeltest.Small("qwen3", quant.Q4_K, 9)), 64},
 		{"llama-rope_freqs", synth(roped), 64},
+		{"qwen3moe-Q4_K", tiny("qwen3moe", quant.Q4_K), 64},
+		{"qwen2moe-IQ4_XS", tiny("qwen2moe", quant.IQ4_XS), 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.open(t)

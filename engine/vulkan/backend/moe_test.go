@@ -3,28 +3,70 @@ package backend
 import (
 	"context"
 	"errors"
-	"github.com/vkllm/vkllm/engine/model/modeltest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
-const moeDecline = "the Vulkan driver does not run qwen3moe's mixture-of-experts layers yet; the CPU serves"
-
-func writeMoE(t *testing.T) string {
-	t.Helper()
-	path := modeltest.TinySynth(t, "", "qwen3moe", quant.Q8_0, 4)
-	return path
+// Under a generous pin a mixture-of-experts model arms resident on the Vulkan driver in auto
+// mode (the arm line names its experts) and continues a prompt with the CPU's greedy tokens.
+func TestMixtureOfExpertsArmsResident(t *testing.T) {
+	vulkanOrSkip(t)
+	t.Setenv("VKLLM_DEVICE", "")
+	t.Setenv("VKLLM_GPU_RESIDENT", "")
+	t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
+	for _, arch := range []string{"qwen3moe", "qwen2moe"} {
+		t.Run(arch, func(t *testing.T) {
+			path := modeltest.TinySynth(t, "", arch, quant.Q8_0, 4)
+			greedy := func(backend engine.Backend) ([]int, engine.ModelInfo) {
+				e, err := engine.Load(context.Background(), engine.LoadOptions{Path: path, Backend: backend, Threads: 1, Context: 64, DeviceIndex: -1})
+				if err != nil {
+					t.Fatalf("%v: %v", backend, err)
+				}
+				defer e.Close()
+				r := e.Runner()
+				logits, err := r.Eval([]int{1, 262, 300, 275}, 0, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []int
+				for i := 0; i < 4; i++ {
+					best := 0
+					for j, v := range logits {
+						if v > logits[best] {
+							best = j
+						}
+					}
+					out = append(out, best)
+					if logits, err = r.Eval([]int{best}, 4+i, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return out, e.Info()
+			}
+			want, _ := greedy(engine.BackendCPU)
+			got, info := greedy(engine.BackendAuto)
+			if info.Backend != "vulkan" || info.Placement != "resident" {
+				t.Fatalf("auto mode: backend %q placement %q (reason %q), want vulkan resident", info.Backend, info.Placement, info.CPUReason)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("resident greedy %v, cpu %v", got, want)
+			}
+		})
+	}
 }
 
-// The decline comes before any device is looked at, so it holds on machines with and without
-// Vulkan alike.
-func TestMixtureOfExpertsIsDeclinedWithItsReason(t *testing.T) {
-	path := writeMoE(t)
+// A mixture-of-experts model whose experts are of a type the Vulkan kernels do not read is
+// declined before any device is looked at, naming the expert tensor, its type and the types
+// supported; a dense model of a supported type passes the same check.
+func TestMixtureOfExpertsOfAnUnsupportedTypeIsDeclinedNamingTheTensor(t *testing.T) {
+	path := modeltest.TinySynth(t, "", "qwen3moe", quant.Q3_K, 4)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -35,27 +77,8 @@ func TestMixtureOfExpertsIsDeclinedWithItsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 256})
-	if !errors.Is(err, engine.ErrGPUDeclined) || !strings.HasSuffix(err.Error(), ": "+moeDecline) {
-		t.Fatalf("err %v, want a decline saying %q", err, moeDecline)
-	}
-	if _, dense := DeclineMoE(&model.Model{Hyper: model.Hyperparameters{Arch: "qwen3"}}); dense {
-		t.Fatal("a dense model was declined as a mixture of experts")
-	}
-}
-
-func TestMixtureOfExpertsServesOnTheCPUOrFailsUnderGPU(t *testing.T) {
-	path := writeMoE(t)
-	e, err := engine.Load(context.Background(), engine.LoadOptions{Path: path, Backend: engine.BackendAuto, Threads: 2, Context: 256})
-	if err != nil {
-		t.Fatalf("auto mode: %v", err)
-	}
-	info := e.Info()
-	e.Close()
-	if info.Backend != "cpu" || !strings.Contains(info.CPUReason, moeDecline) {
-		t.Fatalf("auto mode: backend %q, reason %q; want the CPU with %q", info.Backend, info.CPUReason, moeDecline)
-	}
-	_, err = engine.Load(context.Background(), engine.LoadOptions{Path: path, Backend: engine.BackendGPU, Threads: 2, Context: 256})
-	if err == nil || !strings.Contains(err.Error(), moeDecline) {
-		t.Fatalf("--gpu: err %v, want it to say %q", err, moeDecline)
+	want := `tensor "blk.0.ffn_gate_exps.weight" of type Q3_K`
+	if !errors.Is(err, engine.ErrGPUDeclined) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "IQ4_XS") {
+		t.Fatalf("err %v, want a decline naming %s and the supported types", err, want)
 	}
 }

@@ -1,0 +1,139 @@
+package vulkan
+
+import (
+	"math"
+
+	"github.com/vkllm/vkllm/engine/model"
+)
+
+// The parts of a layer that the architectures compose (arch_*.go): attention with its
+// variants and the dense SwiGLU FFN (the mixture-of-experts FFN is moeffn.go's moeFFN). Each
+// part reads the residual stream r.x of m rows and adds its output to it.
+
+// residentArch is one architecture of the resident forward: the per-layer vectors it adds to
+// llama's weights and its layer, a composition of the parts. Each arch_*.go file registers one.
+type residentArch struct {
+	vectors func(h model.Hyperparameters, l *model.Layer, lw *layerWeights) []layerVector // nil: none
+	layer   func(r *Resident, s *Seq, l *layerWeights, m int)
+}
+
+// residentArchs are the architectures the resident driver runs, by GGUF name.
+var residentArchs = map[string]residentArch{}
+
+// layerVector is a per-layer vector an architecture uploads: where it goes, its weights and
+// length, and whether a file may leave it out.
+type layerVector struct {
+	dst      *vector
+	src      model.Vector
+	n        int
+	optional bool
+}
+
+// stamper returns the profiling stamp of s (a no-op unless VKLLM_GPU_PROF).
+func (r *Resident) stamper(s *Seq) func(string) {
+	return func(label string) {
+		if r.prof {
+			s.Stamp(label)
+		}
+	}
+}
+
+// qkVariant is what an architecture does to the projected queries, keys and values before the
+// rotary embedding (qwen2's biases, qwen3's per-head norms); nil: nothing (llama).
+type qkVariant func(r *Resident, s *Seq, l *layerWeights, m int)
+
+// attention records x += O·attention(rope(Q), rope(K), V) with Q, K, V projected from
+// RMSNorm(x) (the variant applied to them), the keys and values stored in the layer's cache
+// at the rows' positions.
+func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) {
+	h := r.h
+	dim, qd, kd, vd := h.Dim, h.QDim(), h.KDim(), h.VDim()
+	stamp := r.stamper(s)
+	r.normProject(s, l.attnNorm, dim, m, stamp,
+		projection{l.q, r.q, qd, false}, projection{l.k, r.k, kd, false}, projection{l.v, r.v, vd, false})
+	s.Barrier()
+	if variant != nil {
+		variant(r, s, l, m)
+		s.Barrier()
+	}
+	stamp("qkv")
+	neox := h.Rope.Kind == model.RopeNeoX
+	s.Rope(r.q.All(), r.ropeCS.All(), h.HeadDim, h.Heads, m, r.ropeDims, neox, qd)
+	s.Rope(r.k.All(), r.ropeCS.All(), h.HeadDim, h.HeadsKV, m, r.ropeDims, neox, kd)
+	s.Barrier()
+	s.KVStore(r.k.All(), l.kCache.All(), r.pos.All(), kd, m, kd)
+	s.KVStore(r.v.All(), l.vCache.All(), r.pos.All(), vd, m, vd)
+	s.Barrier()
+	stamp("rope_kv")
+	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
+	if r.attPart != nil {
+		s.AttentionSplit(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, r.ctxLen, scale)
+	} else {
+		s.Attention(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, scale)
+	}
+	s.Barrier()
+	stamp("attention")
+	r.projectFused(s, r.att.All(), qd, m, projection{l.o, r.x, dim, true})
+	s.Barrier()
+	stamp("attn_out")
+}
+
+// qkvBias adds the Q, K and V biases (qwen2, qwen2moe; a qwen2moe file may leave any out).
+func qkvBias(r *Resident, s *Seq, l *layerWeights, m int) {
+	h := r.h
+	for _, b := range []struct {
+		v vector
+		y *Buffer
+		n int
+	}{{l.qBias, r.q, h.QDim()}, {l.kBias, r.k, h.KDim()}, {l.vBias, r.v, h.VDim()}} {
+		if b.v.buf != nil {
+			s.AddBias(b.v.buf.All(), b.y.Range(0, uint64(4*m*b.n)), b.n, m)
+		}
+	}
+}
+
+// qkvBiasVectors are qwen2's bias vectors, optional where a file may leave them out.
+func qkvBiasVectors(optional bool) func(h model.Hyperparameters, l *model.Layer, lw *layerWeights) []layerVector {
+	return func(h model.Hyperparameters, l *model.Layer, lw *layerWeights) []layerVector {
+		return []layerVector{{&lw.qBias, l.QBias, h.QDim(), optional}, {&lw.kBias, l.KBias, h.KDim(), optional}, {&lw.vBias, l.VBias, h.VDim(), optional}}
+	}
+}
+
+// headNorms applies the per-head RMSNorm of queries and keys (qwen3, qwen3moe).
+func headNorms(r *Resident, s *Seq, l *layerWeights, m int) {
+	h := r.h
+	s.RMSNormHeads(r.q, l.qNorm.buf.All(), h.HeadDim, h.Heads, m, h.NormEps)
+	s.RMSNormHeads(r.k, l.kNorm.buf.All(), h.HeadDim, h.HeadsKV, m, h.NormEps)
+}
+
+// headNormVectors are qwen3's per-head norm weights.
+func headNormVectors(h model.Hyperparameters, l *model.Layer, lw *layerWeights) []layerVector {
+	return []layerVector{{&lw.qNorm, l.QNorm, h.HeadDim, false}, {&lw.kNorm, l.KNorm, h.HeadDim, false}}
+}
+
+// denseFFN records x += down·(silu(gate·RMSNorm(x)) ⊙ up·RMSNorm(x)); a decode step whose
+// weights the fused product covers runs gate, up and SwiGLU as one dispatch with the norm and
+// the rounding in its prologue.
+func (r *Resident) denseFFN(s *Seq, l *layerWeights, m int) {
+	h := r.h
+	dim, ff := h.Dim, h.FFN
+	stamp := r.stamper(s)
+	if r.fuses(m, dim, l.gate, l.up) && l.gate.typ == l.up.typ && l.gate.slices[0].rows == l.up.slices[0].rows {
+		// gate, up and SwiGLU in one dispatch, the norm and rounding in its prologue
+		up, g := l.up.slices[0].buf.All(), l.ffnNorm.buf.All()
+		s.MatVecFused(l.gate.typ, l.gate.slices[0].buf.All(), r.x.All(), r.gate.Range(0, uint64(4*ff)), dim, ff,
+			FusedDecodeOptions{Norm: &g, Eps: h.NormEps, Pair: &up})
+		s.Barrier()
+		stamp("ffn_up")
+	} else {
+		r.normProject(s, l.ffnNorm, dim, m, stamp, projection{l.gate, r.gate, ff, false}, projection{l.up, r.up, ff, false})
+		s.Barrier()
+		stamp("ffn_up")
+		s.SwiGLU(r.gate.Range(0, uint64(4*m*ff)), r.up.Range(0, uint64(4*m*ff)), r.gate.Range(0, uint64(4*m*ff)), m*ff)
+		s.Barrier()
+		stamp("swiglu")
+	}
+	r.projectFused(s, r.gate.All(), ff, m, projection{l.down, r.x, dim, true})
+	s.Barrier()
+	stamp("ffn_down")
+}

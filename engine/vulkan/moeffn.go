@@ -1,0 +1,323 @@
+package vulkan
+
+import (
+	"fmt"
+
+	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// The mixture-of-experts FFN block of the resident forward: its weights on the device, its
+// scratch and its recording (moeFFN). Routing never leaves the device.
+
+// experts is a 3-D expert tensor resident on the device in its GGUF layout, split at expert
+// boundaries into slices that each fit one storage-buffer binding (one slice when the tensor
+// fits, so its bytes are the plan's).
+type experts struct {
+	name              string
+	typ               quant.Type
+	count, rows, cols int
+	slices            []expertSlice
+}
+
+type expertSlice struct {
+	buf    *Buffer
+	e0, ne int // experts e0..e0+ne-1
+}
+
+// moeWeights are one layer's router, experts and (qwen2moe) shared expert.
+type moeWeights struct {
+	router         weight
+	gate, up, down experts
+	shared         *sharedExpert
+}
+
+// sharedExpert is the FFN every token runs beside the routed experts, scaled by
+// sigmoid(gating · x).
+type sharedExpert struct {
+	gate, up, down, gating weight
+}
+
+// moeScratch holds the routing of a window's rows: router logits, the selected ids and their
+// weights, each (token, slot) pair's expert output and the shared expert's output and gate.
+type moeScratch struct {
+	logits, ids, wts, out *Buffer
+	shared, gateLogit     *Buffer // nil without a shared expert
+}
+
+// checkMoE reports whether the resident driver can run m's mixture-of-experts layers: their
+// routing within moe_route's limits, every expert tensor of a type with a kernel and rows of
+// whole 32-element units. Dense models pass.
+func checkMoE(m *model.Model) error {
+	p := m.Hyper.MoE
+	if p.Experts == 0 {
+		return nil
+	}
+	if p.Experts > moeMaxExperts || p.Used > min(p.Experts, moeMaxUsed) {
+		return fmt.Errorf("%d experts, %d used per token: %w (at most %d experts and %d used)", p.Experts, p.Used, ErrUnsupported, moeMaxExperts, moeMaxUsed)
+	}
+	if p.Gating < model.GatingSoftmax || p.Gating > model.GatingSoftmaxSelected {
+		return fmt.Errorf("expert gating %v: %w", p.Gating, ErrUnsupported)
+	}
+	for _, l := range m.Layers {
+		mo := l.MoE
+		if mo == nil {
+			return fmt.Errorf("a layer without a mixture-of-experts FFN in a %s model: %w", m.Hyper.Arch, ErrUnsupported)
+		}
+		for _, x := range []model.Experts{mo.Gate, mo.Up, mo.Down} {
+			if !SupportsWeight(x.Type) {
+				return fmt.Errorf("tensor %q of type %v: %w (the Vulkan kernels read %s: requantize it to one of those, or run on the CPU)", x.Name, x.Type, ErrUnsupported, SupportedWeightNames())
+			}
+			if x.Cols%32 != 0 || x.Cols%blockElems(x.Type) != 0 {
+				return fmt.Errorf("tensor %q: expert rows of %d elements are not whole 32-element units of %v: %w", x.Name, x.Cols, x.Type, ErrUnsupported)
+			}
+		}
+	}
+	return nil
+}
+
+// moeMatrices lists the layer's mixture-of-experts weights that go through the dense kernels
+// (the router and the shared expert), for CheckModel's type check.
+func moeMatrices(l model.Layer) []model.Matrix {
+	if l.MoE == nil {
+		return nil
+	}
+	out := []model.Matrix{l.MoE.Router}
+	if s := l.MoE.Shared; s != nil {
+		out = append(out, s.Gate, s.Up, s.Down, s.Gating)
+	}
+	return out
+}
+
+// ffnWidth is the widest FFN activation row of a token: the dense FFN's, or every selected
+// expert's gate (and up) side by side, or the shared expert's.
+func ffnWidth(h model.Hyperparameters) int {
+	p := h.MoE
+	if p.Experts == 0 {
+		return h.FFN
+	}
+	return max(h.FFN, p.Used*p.FFN, p.SharedFFN)
+}
+
+// uploadMoE uploads a layer's router, experts and shared expert.
+func (r *Resident) uploadMoE(mo *model.MoE) (*moeWeights, error) {
+	w := &moeWeights{}
+	var err error
+	if w.router, err = r.uploadMatrix(mo.Router); err != nil {
+		return nil, err
+	}
+	for _, p := range []struct {
+		dst *experts
+		src model.Experts
+	}{{&w.gate, mo.Gate}, {&w.up, mo.Up}, {&w.down, mo.Down}} {
+		if *p.dst, err = r.uploadExperts(p.src); err != nil {
+			return nil, err
+		}
+	}
+	if s := mo.Shared; s != nil {
+		w.shared = &sharedExpert{}
+		for _, p := range []struct {
+			dst *weight
+			src model.Matrix
+		}{{&w.shared.gate, s.Gate}, {&w.shared.up, s.Up}, {&w.shared.down, s.Down}, {&w.shared.gating, s.Gating}} {
+			if *p.dst, err = r.uploadMatrix(p.src); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return w, nil
+}
+
+// uploadExperts copies a 3-D expert tensor in its GGUF layout, as few slices of whole experts
+// as the storage-buffer range allows.
+func (r *Resident) uploadExperts(x model.Experts) (experts, error) {
+	w := experts{name: x.Name, typ: x.Type, count: x.Count, rows: x.Rows, cols: x.Cols}
+	if x.Count == 0 || len(x.Matrices) != x.Count {
+		return w, fmt.Errorf("tensor %q: %d experts with %d matrices", x.Name, x.Count, len(x.Matrices))
+	}
+	per := x.Matrices[0].RowBytes * x.Rows
+	if x.Info == nil || len(x.Info.Data) < per*x.Count {
+		return w, fmt.Errorf("tensor %q: the expert data is missing or short (want %d bytes)", x.Name, per*x.Count)
+	}
+	maxE := int(r.c.Info.MaxStorageBufferRange / uint64(per))
+	if maxE <= 0 {
+		return w, fmt.Errorf("tensor %q: one expert of %d bytes exceeds the storage-buffer range: %w", x.Name, per, ErrTooLarge)
+	}
+	data := x.Info.Data
+	for e0 := 0; e0 < x.Count; e0 += maxE {
+		ne := min(maxE, x.Count-e0)
+		buf, err := r.c.NewBuffer(alignUp(uint64(ne*per), weightAlign), false)
+		if err != nil {
+			return w, fmt.Errorf("upload tensor %q: %w", x.Name, err)
+		}
+		w.slices = append(w.slices, expertSlice{buf: buf, e0: e0, ne: ne})
+		if err := buf.Write(0, data[e0*per:(e0+ne)*per]); err != nil {
+			return w, fmt.Errorf("upload tensor %q: %w", x.Name, err)
+		}
+		r.Bytes.Weights += buf.Size
+	}
+	return w, nil
+}
+
+// free releases the layer's mixture-of-experts buffers.
+func (w *moeWeights) free() {
+	if w == nil {
+		return
+	}
+	freeWeight(w.router)
+	for _, x := range []experts{w.gate, w.up, w.down} {
+		for _, s := range x.slices {
+			s.buf.Free()
+		}
+	}
+	if s := w.shared; s != nil {
+		for _, m := range []weight{s.gate, s.up, s.down, s.gating} {
+			freeWeight(m)
+		}
+	}
+}
+
+func freeWeight(w weight) {
+	for _, s := range w.slices {
+		s.buf.Free()
+	}
+}
+
+// allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).
+func (r *Resident) allocMoEScratch() error {
+	h, ms := r.h, &r.moe
+	p := h.MoE
+	if p.Experts == 0 {
+		return nil
+	}
+	pairs := r.rows * p.Used
+	allocs := []struct {
+		dst **Buffer
+		n   int
+	}{{&ms.logits, r.rows * p.Experts}, {&ms.ids, pairs}, {&ms.wts, pairs}, {&ms.out, pairs * h.Dim}}
+	if p.SharedFFN > 0 {
+		allocs = append(allocs, struct {
+			dst **Buffer
+			n   int
+		}{&ms.shared, r.rows * h.Dim}, struct {
+			dst **Buffer
+			n   int
+		}{&ms.gateLogit, r.rows})
+	}
+	for _, a := range allocs {
+		b, err := r.c.NewBuffer(uint64(4*a.n), false)
+		if err != nil {
+			return fmt.Errorf("mixture-of-experts scratch: %w", err)
+		}
+		*a.dst = b
+		r.Bytes.Scratch += b.Size
+	}
+	return nil
+}
+
+func (s *moeScratch) free() {
+	for _, b := range []*Buffer{s.logits, s.ids, s.wts, s.out, s.shared, s.gateLogit} {
+		b.Free()
+	}
+}
+
+// expertProjection is one expert product of a shared input: Y = W_e·X per pair.
+type expertProjection struct {
+	w       experts
+	y       *Buffer
+	yStride int
+}
+
+// projectExperts records the expert products of m tokens' pairs (m·Used) with input x of
+// k-element rows: the token's row for every pair (gate, up), or with perPair each pair its own
+// row (down). The input is first rounded for each weight type as project rounds it (into xq);
+// products sharing a rounding share one pass.
+func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair bool, ps ...expertProjection) {
+	used := r.h.MoE.Used
+	pairs := m * used
+	rows := m
+	if perPair {
+		rows = pairs
+	}
+	done := make([]bool, len(ps))
+	xq := r.xq.Range(0, uint64(4*rows*k))
+	for i := range ps {
+		if done[i] {
+			continue
+		}
+		mode := r.c.actModeFor(ps[i].w.typ)
+		src := x
+		if mode != actNone {
+			if i > 0 {
+				s.Barrier() // an earlier group may still read xq
+			}
+			s.QuantizeActivations(ps[i].w.typ, x, xq, k, rows, k)
+			s.Barrier()
+			src = xq
+		}
+		for j := i; j < len(ps); j++ {
+			if done[j] || r.c.actModeFor(ps[j].w.typ) != mode {
+				continue
+			}
+			p := ps[j]
+			for _, sl := range p.w.slices {
+				s.MoEMatVec(p.w.typ, sl.buf.All(), src, p.y.Range(0, uint64(4*pairs*p.yStride)), r.moe.ids.All(),
+					k, p.w.rows, sl.e0, sl.ne, used, pairs, perPair, k, p.yStride)
+			}
+			done[j] = true
+		}
+	}
+}
+
+// moeFFN records the mixture-of-experts FFN of m rows, adding its output to the residual x as
+// engine/cpu's moe does:
+//
+//	xn = RMSNorm(x);  logits = router · xn;  ids, w = route(logits)  on the device
+//	for each pair (t, j): h = silu(gate_e · xn_t) * (up_e · xn_t), o = down_e · h
+//	with a shared expert: s = down_s(silu(gate_s · xn) * (up_s · xn)), g = gating · xn
+//	x += Σ_j w_j · o_j (+ sigmoid(g) · s)
+func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
+	h, w, ms := r.h, l.moe, &r.moe
+	p := h.MoE
+	dim, ff, pairs := h.Dim, p.FFN, m*p.Used
+	stamp := r.stamper(s)
+	s.RMSNorm(r.x.All(), l.ffnNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
+	s.Barrier()
+	stamp("norm")
+	xn := r.xn.Range(0, uint64(4*m*dim))
+	router := []projection{{w.router, ms.logits, p.Experts, false}}
+	if w.shared != nil {
+		router = append(router, projection{w.shared.gating, ms.gateLogit, 1, false})
+	}
+	r.project(s, xn, dim, m, router...)
+	s.Barrier()
+	stamp("router")
+	s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
+		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
+	s.Barrier()
+	r.projectExperts(s, xn, dim, m, false, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
+	s.Barrier()
+	stamp("ffn_up")
+	hid := r.gate.Range(0, uint64(4*pairs*ff))
+	s.SwiGLU(hid, r.up.Range(0, uint64(4*pairs*ff)), hid, pairs*ff)
+	s.Barrier()
+	stamp("swiglu")
+	r.projectExperts(s, hid, ff, m, true, expertProjection{w.down, ms.out, dim})
+	s.Barrier()
+	sh, g := ms.out, ms.wts // not read without a shared expert
+	if w.shared != nil {
+		sf := p.SharedFFN
+		r.project(s, xn, dim, m, projection{w.shared.gate, r.gate, sf, false}, projection{w.shared.up, r.up, sf, false})
+		s.Barrier()
+		hs := r.gate.Range(0, uint64(4*m*sf))
+		s.SwiGLU(hs, r.up.Range(0, uint64(4*m*sf)), hs, m*sf)
+		s.Barrier()
+		r.project(s, hs, sf, m, projection{w.shared.down, ms.shared, dim, false})
+		s.Barrier()
+		sh, g = ms.shared, ms.gateLogit
+	}
+	s.MoECombine(r.x.Range(0, uint64(4*m*dim)), ms.out.Range(0, uint64(4*pairs*dim)), ms.wts.Range(0, uint64(4*pairs)),
+		sh.All(), g.All(), dim, p.Used, m, w.shared != nil)
+	s.Barrier()
+	stamp("ffn_down")
+}
