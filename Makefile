@@ -101,9 +101,10 @@ glslc:
 		{ .tools/vk/bin/glslc --version >/dev/null 2>&1 || { echo "get-glslc.sh failed: no current glslc"; exit 1; }; }; \
 	else echo "no $(GET_GLSLC): the SPIR-V currency check will skip"; fi
 
-## ui-tests: both UI suites in one node test run, so its summary closes the output
-ui-tests: $(APP)
-	cd frontend && VKLLM_APP=../$(APP) node --test e2e/chat.test.mjs e2e/gpu.test.mjs e2e/context.test.mjs e2e/bench.test.mjs e2e/markdown.test.mjs e2e/settings.test.mjs e2e/actions.test.mjs e2e/conversations.test.mjs e2e/whatif.test.mjs e2e/window.test.mjs
+## ui-tests: both UI suites in one node test run, so its summary closes the output (models.test
+## writes its models with the CLI's synth)
+ui-tests: $(APP) $(CLI)
+	cd frontend && VKLLM_APP=../$(APP) VKLLM_CLI=../$(CLI) node --test e2e/chat.test.mjs e2e/gpu.test.mjs e2e/context.test.mjs e2e/bench.test.mjs e2e/markdown.test.mjs e2e/settings.test.mjs e2e/actions.test.mjs e2e/conversations.test.mjs e2e/whatif.test.mjs e2e/models.test.mjs e2e/window.test.mjs
 
 ## e2e: headless Chromium against the browser-mode server (real sidecar, embedded model)
 e2e: $(APP)
@@ -126,6 +127,9 @@ bench-gpu: cli
 
 $(APP):
 	$(MAKE) build
+
+$(CLI):
+	$(MAKE) cli
 
 clean:
 	rm -rf build/bin bin frontend/dist/assets frontend/dist/index.html $(PLANWASM_DIR)/plan.wasm $(PLANWASM_DIR)/wasm_exec.js

@@ -31,7 +31,11 @@ class ModelsState {
   // dropped is a path a drop on the window offered, for the open form to take up.
   dropped = $state<{ path: string; error: string; at: number } | null>(null);
 
+  // events counts library:event arrivals, so an answer older than an event does not undo it.
+  events = 0;
+
   async refresh() {
+    const seen = this.events;
     try {
       const [library, roots, scan, recent, hasDialog] = await Promise.all([
         api.call<LibraryModel[]>("LibraryService", "Models"),
@@ -40,12 +44,27 @@ class ModelsState {
         api.call<RecentModel[]>("ModelService", "Recent"),
         api.call<boolean>("ModelService", "HasFileDialog"),
       ]);
-      this.library = library;
       this.roots = roots;
-      this.scan = scan;
+      if (this.events === seen) {
+        this.library = library;
+        this.scan = scan;
+      }
       this.recent = recent;
       this.hasDialog = hasDialog;
       this.error = "";
+    } catch (e) {
+      this.error = errText(e);
+    }
+  }
+
+  // loadOpenState asks for what the open form shows: the recent list and whether there is a
+  // native file dialog.
+  async loadOpenState() {
+    try {
+      [this.recent, this.hasDialog] = await Promise.all([
+        api.call<RecentModel[]>("ModelService", "Recent"),
+        api.call<boolean>("ModelService", "HasFileDialog"),
+      ]);
     } catch (e) {
       this.error = errText(e);
     }
@@ -60,7 +79,9 @@ class ModelsState {
   }
 
   async startScan() {
-    this.scan = await api.call<ScanState>("LibraryService", "Scan");
+    const seen = this.events;
+    const scan = await api.call<ScanState>("LibraryService", "Scan");
+    if (this.events === seen) this.scan = scan;
   }
 
   async addFolder(path: string) {
@@ -138,6 +159,7 @@ export const models = new ModelsState();
 
 let lastProgressAt = 0;
 api.on("library:event", (ev: LibraryEvent) => {
+  models.events++;
   if (ev.kind === "dropped") {
     models.dropped = { path: ev.path ?? "", error: ev.error ?? "", at: ev.atMs };
     view.show("model"); // the open form takes it up
