@@ -112,6 +112,8 @@ test("the scan lists the LM Studio and Ollama models with their verdicts before 
   // the file cut inside its header is listed with the reason
   assert.match(await entry("broken").locator(".lib-problem").innerText(), /^The engine cannot run it: .*ends inside its header/);
   assert.equal(await entry("broken").getAttribute("data-runnable"), "false");
+  // MODELS_SHOT=../docs/screenshot-models.png keeps a picture of the library for the README
+  if (process.env.MODELS_SHOT) await page.locator("#model-library").screenshot({ path: resolve(here, "..", process.env.MODELS_SHOT) });
   // a remedy where the plan offers one: the pin lets the plan use more of the card, and the
   // verdict redraws as fitting
   const pin = entry("tiny-llama-Q8_0").locator('.lib-remedy[data-remedy="pin"]');
@@ -120,8 +122,6 @@ test("the scan lists the LM Studio and Ollama models with their verdicts before 
     await entry("tiny-llama-Q8_0").locator('.lib-verdict[data-armed="true"]').waitFor();
     assert.equal(await entry("tiny-llama-Q8_0").getAttribute("data-placement"), "fits on the GPU");
   }
-  // MODELS_SHOT=../docs/screenshot-models.png keeps a picture of the library for the README
-  if (process.env.MODELS_SHOT) await page.locator("#model-library").screenshot({ path: resolve(here, "..", process.env.MODELS_SHOT) });
   // the library fits a 700 px window: no entry is wider than the page
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px at 700 px`);
