@@ -85,6 +85,11 @@ test("a model opens from a path with ~ and joins the recent list", async () => {
   await page.locator("#model-recent button", { hasText: "mine" }).waitFor();
   const shown = await page.locator("#model-recent .path").first().innerText();
   assert.equal(shown, join(home, "models/mine.gguf"));
+  // the loaded model's plan says its verdict in words, with its bar, and no setting's name
+  const verdict = await page.locator("#plan-verdict").innerText();
+  assert.match(verdict, verdictWords);
+  assert.doesNotMatch(verdict, /VKLLM_/);
+  assert.ok(await page.locator(".plan .plan-bar .seg.weights").count(), "the loaded model's plan has no bar");
 });
 
 test("the scan lists the LM Studio and Ollama models with their verdicts before loading", async () => {
