@@ -92,6 +92,16 @@ test("a model opens from a path with ~ and joins the recent list", async () => {
   assert.ok(await page.locator(".plan .plan-bar .seg.weights").count(), "the loaded model's plan has no bar");
 });
 
+test("a download cut after its header does not load, and its plan shows instead", async () => {
+  await page.locator("#model-path").fill("~/.lmstudio/models/acme/Tiny-GGUF/tiny-partial.gguf");
+  await page.locator("#model-open-submit").click();
+  await page.locator("#model-open-status", { hasText: "cut short" }).waitFor();
+  const verdict = page.locator("#model-open-preview .verdict");
+  await verdict.waitFor();
+  assert.match(await verdict.innerText(), verdictWords);
+  assert.match(await page.locator("#model-name").innerText(), /mine\.gguf/, "the model that served before still serves");
+});
+
 test("the scan lists the LM Studio and Ollama models with their verdicts before loading", async () => {
   const entry = (name) => page.locator(`.lib-entry[data-name="${name}"]`);
   for (const name of ["tiny-llama-Q8_0", "tinyqwen:latest", "tiny-partial", "broken"]) await entry(name).waitFor();
