@@ -74,6 +74,7 @@ func FuzzOpenBytes(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkHeaderOnly(t, data)
 		file, err := OpenBytes("fuzz.gguf", data)
 		if err != nil {
 			if _, ok := err.(*FormatError); !ok {
@@ -103,4 +104,29 @@ func FuzzOpenBytes(f *testing.F) {
 			t.Fatalf("rewriting is not stable: %d then %d bytes", len(once), len(twice))
 		}
 	})
+}
+
+// checkHeaderOnly parses data as OpenHeader does: a refusal is a *FormatError; an accepted file
+// has every tensor either whole in the data or Absent without data, and MissingBytes is what the
+// absent tensors lack (0 exactly when none is absent), never more than their sizes.
+func checkHeaderOnly(t *testing.T, data []byte) {
+	h, err := parse("fuzz.gguf", data, 0, true)
+	if err != nil {
+		if _, ok := err.(*FormatError); !ok {
+			t.Fatalf("header-only parse error %v is a %T, want *FormatError", err, err)
+		}
+		return
+	}
+	var absent int64
+	for _, ti := range h.Tensors {
+		switch {
+		case ti.Absent && ti.Data != nil, !ti.Absent && int64(len(ti.Data)) != ti.Size:
+			t.Fatalf("tensor %s: absent %v with %d of %d bytes", ti.Name, ti.Absent, len(ti.Data), ti.Size)
+		case ti.Absent:
+			absent += ti.Size
+		}
+	}
+	if (h.MissingBytes == 0) != (absent == 0) || h.MissingBytes > absent || h.MissingBytes < 0 {
+		t.Fatalf("MissingBytes %d for %d bytes of absent tensors", h.MissingBytes, absent)
+	}
 }
