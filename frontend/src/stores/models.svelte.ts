@@ -114,10 +114,13 @@ class ModelsState {
   }
 
   // planAll plans every model the engine could run (or plan: a header-only file), one after
-  // the other so the engine is not flooded.
-  async planAll() {
+  // the other so the engine is not flooded; without force, a model already planned at its
+  // context keeps its plan.
+  async planAll(force = false) {
     for (const m of this.library) {
       if (m.problem && !m.headerOnly) continue;
+      const had = this.plans[m.path];
+      if (!force && had && !had.loading && !had.error && had.ctx === this.ctxOf(m.path)) continue;
       await this.plan(m.path);
     }
   }
@@ -125,7 +128,7 @@ class ModelsState {
   setCtx(ctx: number) {
     this.ctx = ctx;
     this.ctxFor = {};
-    void this.planAll();
+    void this.planAll(true);
   }
 
   // lowerCtx is the "lower the context" remedy of one model.
@@ -137,7 +140,7 @@ class ModelsState {
   // pin is the "set a pin" remedy: the usable VRAM of the plan's GPU, kept for every model.
   async pin(deviceKey: string, mb: number) {
     await api.call<void>("PinService", "Set", deviceKey, mb);
-    await this.planAll();
+    await this.planAll(true);
   }
 
   // browse shows the window's file dialog and returns the path chosen ("" when cancelled).
@@ -179,11 +182,13 @@ api.on("library:event", (ev: LibraryEvent) => {
       } catch (e) {
         models.error = errText(e);
       }
-      await models.planAll();
+      await models.planAll(true);
     })();
   }
 });
 
+// Another model loaded (or none) changes what the GPU has free: the verdicts are asked again.
 api.on("engine:event", (ev: { kind: string }) => {
   if (ev.kind === "model") void models.loadRecent();
+  if ((ev.kind === "model" || ev.kind === "unloaded") && models.library.length) void models.planAll(true);
 });
