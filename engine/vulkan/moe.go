@@ -106,3 +106,71 @@ func (s *Seq) MoECombine(x, o, wts, sh, g Binding, dim, used, m int, shared bool
 	gx, gy := grid1D((dim*m + 63) / 64)
 	s.Dispatch(kern, Push(uint32(dim), uint32(used), uint32(m), hs), gx, gy, 1, x, o, wts, sh, g)
 }
+
+// moeTilePairs is the most pairs of one expert a grouped product's tile takes (moe_gemm.glsl's
+// TM); moeTileRows the rows one of its workgroups takes (NR).
+const (
+	moeTilePairs = 16
+	moeTileRows  = 2
+)
+
+// moeMaxTiles bounds the tiles moe_group makes of pairs pairs over experts experts: every
+// expert's last tile may be partial.
+func moeMaxTiles(pairs, experts int) int {
+	return (pairs+moeTilePairs-1)/moeTilePairs + min(experts, pairs)
+}
+
+// MoEGroup records the grouping of pairs (token, slot) pairs by their expert ids (written by
+// MoERoute) for MoEGEMM: sorted gets the pairs expert by expert, in order, and tiles the count
+// of tiles and each tile's (expert, first index into sorted, pairs), at most moeTilePairs
+// pairs a tile. tiles holds 1 + 3·moeMaxTiles(pairs, experts) uint32s, sorted pairs.
+func (s *Seq) MoEGroup(ids, tiles, sorted Binding, pairs, experts int) {
+	if pairs <= 0 || experts <= 0 || experts > moeMaxExperts {
+		s.fail(fmt.Errorf("moe group: %d pairs over %d experts (at most %d)", pairs, experts, moeMaxExperts))
+		return
+	}
+	if need := uint64(4 * (1 + 3*moeMaxTiles(pairs, experts))); tiles.Size != 0 && tiles.Size < need {
+		s.fail(fmt.Errorf("moe group: tiles binding of %d bytes, need %d", tiles.Size, need))
+		return
+	}
+	kern := s.kernel("moe_group", 3, 12)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(pairs), uint32(experts), uint32(moeTilePairs)), 1, 1, 1, ids, tiles, sorted)
+}
+
+// MoEGEMM records the expert products of MoEMatVec for pairs grouped by MoEGroup: each tile's
+// pairs share one read of their expert's rows. The arguments are MoEMatVec's, with the
+// grouping (tiles, sorted) in place of the ids and the experts' count bounding the tiles.
+func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne, used, pairs, experts int, xPerPair bool, xStride, yStride int) {
+	suf, ok := weightSuffix(t)
+	if !ok {
+		s.fail(fmt.Errorf("moe gemm: weight type %v has no Vulkan kernel", t))
+		return
+	}
+	if k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || ne <= 0 || used <= 0 || pairs <= 0 {
+		s.fail(fmt.Errorf("moe gemm %v: rows of %d elements (a positive multiple of 32 and of %d), %d rows, %d experts, %d pairs", t, k, blockElems(t), n, ne, pairs))
+		return
+	}
+	if xStride%4 != 0 {
+		s.fail(fmt.Errorf("moe gemm %v: input stride %d not a multiple of 4", t, xStride))
+		return
+	}
+	maxTiles := moeMaxTiles(pairs, experts)
+	if maxTiles > maxGroups {
+		s.fail(fmt.Errorf("moe gemm %v: %d tiles exceed the %d-workgroup grid", t, maxTiles, maxGroups))
+		return
+	}
+	kern := s.kernel("moe_gemm_"+suf, 5, 36)
+	if kern == nil {
+		return
+	}
+	per := uint32(0)
+	if xPerPair {
+		per = 1
+	}
+	gx, gy := grid1D((n + moeTileRows - 1) / moeTileRows)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), gx),
+		gx, gy, uint32(maxTiles), w, x, y, tiles, sorted)
+}

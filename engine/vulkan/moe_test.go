@@ -218,6 +218,114 @@ func TestMoEMatVecMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	}
 }
 
+// The grouped expert products (moe_group, then moe_gemm) against the same float64 reference
+// and bound as the per-pair product, for every weight type: 23 tokens × 3 slots = 69 pairs
+// over 5 experts (expert 2 never chosen, expert 4 taking 30 pairs: two full tiles of 16 and
+// partial ones), 7 rows (the last workgroup partial), the tensor bound as two bindings, both
+// input forms, Y poisoned first. The grouping itself is checked too: the pairs expert by
+// expert in order, the tiles covering them.
+func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
+	c := ctxOrSkip(t)
+	const n, ne, used, m = 7, 5, 3, 23
+	pairs := m * used
+	rng := rand.New(rand.NewSource(3))
+	ids := make([]uint32, pairs)
+	for q := range ids {
+		switch {
+		case q < 30:
+			ids[q] = 4
+		default:
+			ids[q] = []uint32{0, 1, 3}[rng.Intn(3)]
+		}
+	}
+	rng.Shuffle(pairs, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	ib := uploadU32(t, c, ids)
+	tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
+	sb := uploadU32(t, c, make([]uint32, pairs))
+	run(t, c, func(s *Seq) { s.MoEGroup(ib.All(), tb.All(), sb.All(), pairs, ne) })
+	sorted, err := sb.ReadU32(0, pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []uint32
+	for e := uint32(0); e < ne; e++ {
+		for q, id := range ids {
+			if id == e {
+				want = append(want, uint32(q))
+			}
+		}
+	}
+	if !slices.Equal(sorted, want) {
+		t.Fatalf("grouped pairs %v, want %v", sorted, want)
+	}
+	tiles, err := tb.ReadU32(0, 1+3*moeMaxTiles(pairs, ne))
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := 0
+	for i := 0; i < int(tiles[0]); i++ {
+		e, first, cnt := tiles[1+3*i], int(tiles[2+3*i]), int(tiles[3+3*i])
+		if first != covered || cnt < 1 || cnt > moeTilePairs {
+			t.Fatalf("tile %d: (%d, %d, %d) after %d pairs covered", i, e, first, cnt, covered)
+		}
+		for _, q := range sorted[first : first+cnt] {
+			if ids[q] != e {
+				t.Fatalf("tile %d of expert %d holds pair %d of expert %d", i, e, q, ids[q])
+			}
+		}
+		covered += cnt
+	}
+	if covered != pairs {
+		t.Fatalf("the tiles cover %d of %d pairs", covered, pairs)
+	}
+	for _, typ := range supportedWeightOrder {
+		k := 64
+		if typ.BlockSize() > 32 {
+			k = 512
+		}
+		for _, perPair := range []bool{false, true} {
+			form := "token-input"
+			if perPair {
+				form = "pair-input"
+			}
+			t.Run(fmt.Sprintf("%v/%s", typ, form), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(int64(typ)*11 + int64(k)))
+				wq, wd := moeTestWeights(t, rng, typ, k, n, ne)
+				xRows := m
+				if perPair {
+					xRows = pairs
+				}
+				x := randVec(rng, xRows*k, 1)
+				per := len(wq) / ne
+				w0, w1 := uploadBytes(t, c, wq[:3*per]), uploadBytes(t, c, wq[3*per:])
+				xb, yb := upload(t, c, x), upload(t, c, poisoned(pairs*n))
+				run(t, c, func(s *Seq) {
+					s.MoEGEMM(typ, w0.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 0, 3, used, pairs, ne, perPair, k, n)
+					s.MoEGEMM(typ, w1.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 3, 2, used, pairs, ne, perPair, k, n)
+				})
+				got := readF32(t, yb, pairs*n)
+				for q := 0; q < pairs; q++ {
+					e, xr := int(ids[q]), q/used
+					if perPair {
+						xr = q
+					}
+					for r := 0; r < n; r++ {
+						var ref, mag float64
+						for i := 0; i < k; i++ {
+							p := float64(wd[(e*n+r)*k+i]) * float64(x[xr*k+i])
+							ref += p
+							mag += math.Abs(p)
+						}
+						if d := math.Abs(float64(got[q*n+r]) - ref); !(d <= 1e-5*mag+1e-6) {
+							t.Fatalf("pair %d (expert %d) row %d: got %v, want %v, tol %g", q, e, r, got[q*n+r], ref, 1e-5*mag+1e-6)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
 // The weighted sum into the residual equals engine/cpu's float32 arithmetic bit for bit, in
 // its order (first product, then each further rounded product added, then the shared expert
 // times its correctly rounded sigmoid gate, then the residual add): 3 tokens of 40 with 1, 2

@@ -39,9 +39,11 @@ type sharedExpert struct {
 }
 
 // moeScratch holds the routing of a window's rows: router logits, the selected ids and their
-// weights, each (token, slot) pair's expert output and the shared expert's output and gate.
+// weights, the pairs grouped by expert for prefill, each (token, slot) pair's expert output
+// and the shared expert's output and gate.
 type moeScratch struct {
 	logits, ids, wts, out *Buffer
+	tiles, sorted         *Buffer // MoEGroup's grouping (uint32)
 	shared, gateLogit     *Buffer // nil without a shared expert
 }
 
@@ -194,7 +196,8 @@ func (r *Resident) allocMoEScratch() error {
 	allocs := []struct {
 		dst **Buffer
 		n   int
-	}{{&ms.logits, r.rows * p.Experts}, {&ms.ids, pairs}, {&ms.wts, pairs}, {&ms.out, pairs * h.Dim}}
+	}{{&ms.logits, r.rows * p.Experts}, {&ms.ids, pairs}, {&ms.wts, pairs}, {&ms.out, pairs * h.Dim},
+		{&ms.tiles, 1 + 3*moeMaxTiles(pairs, p.Experts)}, {&ms.sorted, pairs}}
 	if p.SharedFFN > 0 {
 		allocs = append(allocs, struct {
 			dst **Buffer
@@ -216,7 +219,7 @@ func (r *Resident) allocMoEScratch() error {
 }
 
 func (s *moeScratch) free() {
-	for _, b := range []*Buffer{s.logits, s.ids, s.wts, s.out, s.shared, s.gateLogit} {
+	for _, b := range []*Buffer{s.logits, s.ids, s.wts, s.out, s.tiles, s.sorted, s.shared, s.gateLogit} {
 		b.Free()
 	}
 }
@@ -231,7 +234,9 @@ type expertProjection struct {
 // projectExperts records the expert products of m tokens' pairs (m·Used) with input x of
 // k-element rows: the token's row for every pair (gate, up), or with perPair each pair its own
 // row (down). The input is first rounded for each weight type as project rounds it (into xq);
-// products sharing a rounding share one pass.
+// products sharing a rounding share one pass. A decode step multiplies pair by pair
+// (MoEMatVec); a prefill window takes the pairs grouped by expert (MoEGEMM over moeFFN's
+// MoEGroup), each expert's rows read once per tile of pairs.
 func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair bool, ps ...expertProjection) {
 	used := r.h.MoE.Used
 	pairs := m * used
@@ -260,9 +265,14 @@ func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair bool, ps 
 				continue
 			}
 			p := ps[j]
+			y := p.y.Range(0, uint64(4*pairs*p.yStride))
 			for _, sl := range p.w.slices {
-				s.MoEMatVec(p.w.typ, sl.buf.All(), src, p.y.Range(0, uint64(4*pairs*p.yStride)), r.moe.ids.All(),
-					k, p.w.rows, sl.e0, sl.ne, used, pairs, perPair, k, p.yStride)
+				if m == 1 {
+					s.MoEMatVec(p.w.typ, sl.buf.All(), src, y, r.moe.ids.All(), k, p.w.rows, sl.e0, sl.ne, used, pairs, perPair, k, p.yStride)
+					continue
+				}
+				s.MoEGEMM(p.w.typ, sl.buf.All(), src, y, r.moe.tiles.All(), r.moe.sorted.All(),
+					k, p.w.rows, sl.e0, sl.ne, used, pairs, r.h.MoE.Experts, perPair, k, p.yStride)
 			}
 			done[j] = true
 		}
@@ -273,7 +283,8 @@ func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair bool, ps 
 // engine/cpu's moe does:
 //
 //	xn = RMSNorm(x);  logits = router · xn;  ids, w = route(logits)  on the device
-//	for each pair (t, j): h = silu(gate_e · xn_t) * (up_e · xn_t), o = down_e · h
+//	for each pair (t, j), e its expert (prefill: the pairs grouped by expert first):
+//	    h = silu(gate_e · xn_t) * (up_e · xn_t), o = down_e · h
 //	with a shared expert: s = down_s(silu(gate_s · xn) * (up_s · xn)), g = gating · xn
 //	x += Σ_j w_j · o_j (+ sigmoid(g) · s)
 func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
@@ -295,6 +306,10 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
 		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
 	s.Barrier()
+	if m > 1 {
+		s.MoEGroup(ms.ids.Range(0, uint64(4*pairs)), ms.tiles.All(), ms.sorted.All(), pairs, p.Experts)
+		s.Barrier()
+	}
 	r.projectExperts(s, xn, dim, m, false, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
 	s.Barrier()
 	stamp("ffn_up")
