@@ -36,7 +36,8 @@ func loadTinyMoE(t *testing.T, dir, arch string, typ quant.Type, seed uint64) *m
 // On F32 weights nothing is rounded to 8 bits, so the resident forward and the CPU reference
 // differ only by f32 summation order and the f16 KV cache's use: every logit of a batched
 // prefill within 0.01 of the CPU's, decode step by step within 0.01 of the prefill's, and the
-// device's argmax equal to the host's. Measured on lavapipe: 0.005 on the fast tier, 0.002 on
+// device's argmax equal to the host's; a split (layer 0 on the CPU, layer 1 and the head on the
+// device) within 0.01 of the CPU too. Measured on lavapipe: 0.005 on the fast tier, 0.002 on
 // the exact one, the same as the dense qwen3 and qwen2 models of this shape; wrong routing
 // moves logits (of ~1-15) by 0.5 and more. Prompts of 9 rows route each of the 8 experts
 // several times.
@@ -96,6 +97,20 @@ func TestResidentMoEAgreesWithCPU(t *testing.T) {
 				t.Fatalf("device argmax %d, host argmax %d", best, host)
 			}
 			t.Logf("largest |gpu − cpu| logit %.2g", worst)
+			sp, err := NewSplit(c, m, SplitOptions{Context: 64, FirstGPULayer: 1, HeadOnGPU: true, Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			split, err := sp.Eval(tokens, 0, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if d := math.Abs(float64(split[i] - want[i])); !(d <= 1e-2) {
+					t.Fatalf("split at layer 1: position %d logit %d: %v, cpu %v (tol 1e-2)", i/vocab, i%vocab, split[i], want[i])
+				}
+			}
 		})
 	}
 }
