@@ -92,6 +92,14 @@ test("a model opens from a path with ~ and joins the recent list", async () => {
   assert.ok(await page.locator(".plan .plan-bar .seg.weights").count(), "the loaded model's plan has no bar");
 });
 
+test("Ctrl+O in a browser, which has no file dialog, says to type the path and focuses the field", async () => {
+  await page.locator("#tab-chat").click();
+  await page.keyboard.press("Control+o");
+  await page.locator("#model-open-status", { hasText: "no file dialog in the browser" }).waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "model-path");
+  assert.equal(await page.locator("#model-browse").count(), 0, "a Browse button without a dialog");
+});
+
 test("a download cut after its header does not load, and its plan shows instead", async () => {
   await page.locator("#model-path").fill("~/.lmstudio/models/acme/Tiny-GGUF/tiny-partial.gguf");
   await page.locator("#model-open-submit").click();

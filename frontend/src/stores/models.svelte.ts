@@ -28,8 +28,9 @@ class ModelsState {
   ctx = $state(0);
   ctxFor = $state<Record<string, number>>({});
   plans = $state<Record<string, PlanEntry>>({});
-  // dropped is a path a drop on the window offered, for the open form to take up.
-  dropped = $state<{ path: string; error: string; at: number } | null>(null);
+  // offered is a path the file dialog or a drop on the window chose (or why none), for the open
+  // form to plan and take up.
+  offered = $state<{ path: string; error: string } | null>(null);
 
   // events counts library:event arrivals, so an answer older than an event does not undo it.
   events = 0;
@@ -143,9 +144,16 @@ class ModelsState {
     await this.planAll(true);
   }
 
-  // browse shows the window's file dialog and returns the path chosen ("" when cancelled).
-  async browse(): Promise<string> {
-    return api.call<string>("ModelService", "Browse");
+  // browse shows the window's file dialog and offers the path chosen to the open form (nothing
+  // when cancelled; in a browser, which has no dialog, it says to type the path).
+  async browse() {
+    view.show("model");
+    try {
+      const path = await api.call<string>("ModelService", "Browse");
+      if (path) this.offered = { path, error: "" };
+    } catch (e) {
+      this.offered = { path: "", error: errText(e) };
+    }
   }
 
   // load opens a model (a library model at the context its remedy chose, if any) and
@@ -164,7 +172,7 @@ let lastProgressAt = 0;
 api.on("library:event", (ev: LibraryEvent) => {
   models.events++;
   if (ev.kind === "dropped") {
-    models.dropped = { path: ev.path ?? "", error: ev.error ?? "", at: ev.atMs };
+    models.offered = { path: ev.path ?? "", error: ev.error ?? "" };
     view.show("model"); // the open form takes it up
     return;
   }
