@@ -104,15 +104,15 @@ glslc:
 ## ui-tests: both UI suites in one node test run, so its summary closes the output (models.test
 ## writes its models with the CLI's synth)
 ui-tests: $(APP) $(CLI)
-	cd frontend && VKLLM_APP=../$(APP) VKLLM_CLI=../$(CLI) node --test e2e/chat.test.mjs e2e/gpu.test.mjs e2e/context.test.mjs e2e/bench.test.mjs e2e/markdown.test.mjs e2e/settings.test.mjs e2e/actions.test.mjs e2e/conversations.test.mjs e2e/whatif.test.mjs e2e/models.test.mjs e2e/window.test.mjs
+	cd frontend && VKLLM_APP=../$(APP) VKLLM_CLI=../$(CLI) node --test e2e/chat.test.mjs e2e/gpu.test.mjs e2e/context.test.mjs e2e/bench.test.mjs e2e/markdown.test.mjs e2e/settings.test.mjs e2e/actions.test.mjs e2e/conversations.test.mjs e2e/whatif.test.mjs e2e/models.test.mjs e2e/window.test.mjs e2e/window-dialog.test.mjs
 
 ## e2e: headless Chromium against the browser-mode server (real sidecar, embedded model)
 e2e: $(APP)
 	cd frontend && VKLLM_APP=../$(APP) node --test e2e/chat.test.mjs e2e/gpu.test.mjs e2e/context.test.mjs e2e/bench.test.mjs e2e/markdown.test.mjs
 
-## smoke: the real Wails window under Xvfb: screenshot, click, type, reply
-smoke: $(APP)
-	cd frontend && VKLLM_APP=../$(APP) node --test e2e/window.test.mjs
+## smoke: the real Wails window under Xvfb: screenshot, click, type, reply; a model picked in the native file dialog
+smoke: $(APP) $(CLI)
+	cd frontend && VKLLM_APP=../$(APP) VKLLM_CLI=../$(CLI) node --test e2e/window.test.mjs e2e/window-dialog.test.mjs
 
 ## screenshot: refresh docs/screenshot.png from the window under Xvfb
 screenshot: $(APP)
