@@ -17,7 +17,7 @@ LDFLAGS       := -X github.com/vkllm/vkllm/engine/bench.linkedCommit=$(COMMIT)
 
 # Debian packages: what building and running the window needs, and what the tests add to it.
 APT_RUN  := gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev libvulkan-dev mesa-vulkan-drivers
-APT_TEST := $(APT_RUN) vulkan-validationlayers xvfb xauth chromium xdotool imagemagick
+APT_TEST := $(APT_RUN) vulkan-validationlayers xvfb xauth chromium xdotool imagemagick sqlite3
 
 .PHONY: glslc run test build cli frontend planwasm deps-run deps-test apt-run apt-test node wails-cli vet gotest fuzz-short ui-tests e2e smoke screenshot bench-gpu clean
 
