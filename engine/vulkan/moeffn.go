@@ -234,10 +234,11 @@ type expertProjection struct {
 // projectExperts records the expert products of m tokens' pairs (m·Used) with input x of
 // k-element rows: the token's row for every pair (gate, up), or with perPair each pair its own
 // row (down). The input is first rounded for each weight type as project rounds it (into xq);
-// products sharing a rounding share one pass. A decode step multiplies pair by pair
+// products sharing a rounding share one pass; with rounded, x already holds the rounding of
+// every product (moeFFN rounds beside the router). A decode step multiplies pair by pair
 // (MoEMatVec); a prefill window takes the pairs grouped by expert (MoEGEMM over moeFFN's
 // MoEGroup), each expert's rows read once per tile of pairs.
-func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair bool, ps ...expertProjection) {
+func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair, rounded bool, ps ...expertProjection) {
 	used := r.h.MoE.Used
 	pairs := m * used
 	rows := m
@@ -252,7 +253,7 @@ func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair bool, ps 
 		}
 		mode := r.c.actModeFor(ps[i].w.typ)
 		src := x
-		if mode != actNone {
+		if mode != actNone && !rounded {
 			if i > 0 {
 				s.Barrier() // an earlier group may still read xq
 			}
@@ -300,6 +301,16 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	if w.shared != nil {
 		router = append(router, projection{w.shared.gating, ms.gateLogit, 1, false})
 	}
+	// The experts' rounding of xn runs beside the router's product when the router reads xn as
+	// it is (an f32 router, as the GGUF converters write it): one stage fewer.
+	mode := r.c.actModeFor(w.gate.typ)
+	early := mode != actNone && r.c.actModeFor(w.up.typ) == mode && r.c.actModeFor(w.router.typ) == actNone &&
+		(w.shared == nil || r.c.actModeFor(w.shared.gating.typ) == actNone)
+	expertIn := xn
+	if early {
+		expertIn = r.xq.Range(0, uint64(4*m*dim))
+		s.QuantizeActivations(w.gate.typ, xn, expertIn, dim, m, dim)
+	}
 	r.project(s, xn, dim, m, router...)
 	s.Barrier()
 	stamp("router")
@@ -310,14 +321,14 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.MoEGroup(ms.ids.Range(0, uint64(4*pairs)), ms.tiles.All(), ms.sorted.All(), pairs, p.Experts)
 		s.Barrier()
 	}
-	r.projectExperts(s, xn, dim, m, false, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
+	r.projectExperts(s, expertIn, dim, m, false, early, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
 	s.Barrier()
 	stamp("ffn_up")
 	hid := r.gate.Range(0, uint64(4*pairs*ff))
 	s.SwiGLU(hid, r.up.Range(0, uint64(4*pairs*ff)), hid, pairs*ff)
 	s.Barrier()
 	stamp("swiglu")
-	r.projectExperts(s, hid, ff, m, true, expertProjection{w.down, ms.out, dim})
+	r.projectExperts(s, hid, ff, m, true, false, expertProjection{w.down, ms.out, dim})
 	s.Barrier()
 	sh, g := ms.out, ms.wts // not read without a shared expert
 	if w.shared != nil {
