@@ -150,6 +150,18 @@ test("the scan lists the LM Studio and Ollama models with their verdicts before 
   assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px at 700 px`);
 });
 
+test("a folder added with ~ joins the scan, and removing it takes its models out", async () => {
+  put("mine/extra/pick.gguf", readFileSync(join(home, "models/mine.gguf")));
+  await page.locator("#library-folders summary").click();
+  await page.locator("#library-folder").fill("~/mine");
+  await page.locator("#library-add").click();
+  const added = page.locator('.lib-entry[data-name="pick"]');
+  await added.waitFor();
+  assert.equal(await added.getAttribute("data-source"), "folder");
+  await page.locator("#library-folders li", { hasText: join(home, "mine") }).getByRole("button", { name: "Remove" }).click();
+  await added.waitFor({ state: "detached" });
+});
+
 test("a library model loads, unload empties the engine, and the embedded model comes back", async () => {
   await page.locator('.lib-entry[data-name="tinyqwen:latest"] .lib-load').click();
   await page.locator("#model-name", { hasText: "sha256-" }).waitFor();
