@@ -8,6 +8,8 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -223,6 +225,9 @@ func splitPath(prefix string, no, total int) string {
 
 // openOne maps and parses a single file.
 func openOne(path string, split int, headerOnly bool) (*File, error) {
+	if headerOnly && !canMap {
+		return openPrefix(path, split) // without a mapping, read the header, not the weights
+	}
 	data, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("open gguf: %w", err)
@@ -242,6 +247,46 @@ func openOne(path string, split int, headerOnly bool) (*File, error) {
 	f.unmap = []func() error{unmap}
 	return f, nil
 }
+
+// openPrefix parses the header of the file at path from its first bytes, reading four times
+// more while the header runs past what was read: the weights are never read. Tensors beyond
+// the bytes read are Absent; MissingBytes counts only what lies past the file's end.
+func openPrefix(path string, split int) (*File, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, fmt.Errorf("open gguf: %w", err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open gguf: %w", err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("open gguf: stat %s: %w", path, err)
+	}
+	size := st.Size()
+	for n := min(int64(prefixStart), size); ; n = min(4*n, size) {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(fh, buf[:n]); err != nil {
+			return nil, fmt.Errorf("open gguf: read the header of %s: %w", path, err)
+		}
+		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("open gguf: %w", err)
+		}
+		f, err := parseSized(path, buf, split, true, size)
+		if err == nil {
+			f.Size, f.Parts = size, []string{path}
+			return f, nil
+		}
+		if n >= size || !errors.Is(err, ErrTruncated) {
+			return nil, headerCut(path, err)
+		}
+	}
+}
+
+// prefixStart is the first read of openPrefix: most headers (a vocabulary of 32K-150K tokens)
+// fit in a few MiB.
+var prefixStart = 4 << 20
 
 // memAlign is the alignment of the start of a file in memory: mappings are page-aligned, and
 // OpenBytes copies a buffer that is not, so that tensor data (aligned within the file) can be

@@ -111,3 +111,61 @@ func TestOpenHeaderOfASplitModelWithACutPart(t *testing.T) {
 		t.Fatalf("Open of the split model with a cut part: %v", err)
 	}
 }
+
+// TestOpenPrefixReadsOnlyTheHeader is OpenHeader where there is no mapping (openPrefix): it reads
+// growing prefixes until the header parses, so with a 64-byte first read a header of several
+// hundred bytes takes a few reads and no weight; the cut file's missing bytes match the mapped
+// reading's, and a header cut short is refused the same way.
+func TestOpenPrefixReadsOnlyTheHeader(t *testing.T) {
+	defer func(n int) { prefixStart = n }(prefixStart)
+	prefixStart = 64
+	w := NewWriter()
+	w.SetString(KeyArchitecture, "llama")
+	w.SetStrings("tokenizer.ggml.tokens", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"})
+	for _, name := range []string{"a", "b", "c"} {
+		if err := w.AddTensorF32(name, quant.F32, []uint64{64, 64}, make([]float32, 64*64)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := w.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := OpenBytes("whole", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name    string
+		cut     int
+		missing int64
+	}{
+		{"whole", len(b), 0},
+		{"cut at the data", int(whole.DataOffset), 3 * 64 * 64 * 4},
+	} {
+		path := filepath.Join(dir, c.name+".gguf")
+		if err := os.WriteFile(path, b[:c.cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := openPrefix(path, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if f.MissingBytes != c.missing || f.Size != int64(c.cut) || len(f.Tensors) != 3 || f.Architecture() != "llama" {
+			t.Fatalf("%s: missing %d (want %d), size %d, %d tensors, arch %q", c.name, f.MissingBytes, c.missing, f.Size, len(f.Tensors), f.Architecture())
+		}
+		for _, ti := range f.Tensors {
+			if !ti.Absent || ti.Data != nil {
+				t.Fatalf("%s: tensor %s was read (absent %v, %d bytes); the first reads hold only the header", c.name, ti.Name, ti.Absent, len(ti.Data))
+			}
+		}
+	}
+	path := filepath.Join(dir, "header-cut.gguf")
+	if err := os.WriteFile(path, b[:int(whole.DataOffset)-30], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openPrefix(path, 0); !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "ends inside its header") {
+		t.Fatalf("openPrefix of a cut header: %v", err)
+	}
+}

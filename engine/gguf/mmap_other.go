@@ -16,3 +16,6 @@ func mapFile(path string) (data []byte, unmap func() error, err error) {
 	}
 	return data, func() error { return nil }, nil
 }
+
+// canMap: without a mapping, OpenHeader reads the header from the first bytes (openPrefix).
+const canMap = false

@@ -52,3 +52,6 @@ func mapFile(path string) (data []byte, unmap func() error, err error) {
 		return nil
 	}, nil
 }
+
+// canMap: OpenHeader maps the file and touches only the header's pages.
+const canMap = true

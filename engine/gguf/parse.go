@@ -278,6 +278,12 @@ func (d *decoder) array(elem ValueType, n, depth int, what string) (Value, error
 // past the end of b is marked Absent instead of refused (OpenHeader); the header itself must be
 // whole either way.
 func parse(name string, b []byte, split int, headerOnly bool) (*File, error) {
+	return parseSized(name, b, split, headerOnly, int64(len(b)))
+}
+
+// parseSized is parse of the first len(b) bytes of a file of size bytes (headerOnly when b is a
+// prefix): tensors past b are Absent, and only what lies past size counts as missing.
+func parseSized(name string, b []byte, split int, headerOnly bool, size int64) (*File, error) {
 	d := &decoder{file: name, b: b}
 	if len(b) < 4 || string(b[:4]) != magic {
 		return nil, notGGUF(name, b)
@@ -365,7 +371,7 @@ func parse(name string, b []byte, split int, headerOnly bool) (*File, error) {
 
 	align := uint64(f.Alignment)
 	f.DataOffset = int64((d.off + align - 1) / align * align) // d.off ≤ len(b), no overflow
-	if err := f.placeTensors(b, infoOffsets, headerOnly); err != nil {
+	if err := f.placeTensors(b, infoOffsets, headerOnly, uint64(max(size, int64(len(b))))); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -436,8 +442,9 @@ func (d *decoder) tensorInfo(i uint64) (TensorInfo, error) {
 
 // placeTensors turns relative offsets into absolute ones, checks alignment, bounds and overlap,
 // and points each tensor's Data into b. With headerOnly, a tensor whose data the file does not
-// (wholly) hold is marked Absent, its bytes counted in MissingBytes, and keeps a nil Data.
-func (f *File) placeTensors(b []byte, infoOffsets []uint64, headerOnly bool) error {
+// (wholly) hold is marked Absent and keeps a nil Data; what of it lies past the file's size
+// (len(b), or more when b is a prefix) counts in MissingBytes.
+func (f *File) placeTensors(b []byte, infoOffsets []uint64, headerOnly bool, size uint64) error {
 	align := uint64(f.Alignment)
 	base := uint64(f.DataOffset)
 	for i := range f.Tensors {
@@ -457,7 +464,9 @@ func (f *File) placeTensors(b []byte, infoOffsets []uint64, headerOnly bool) err
 		if end > uint64(len(b)) {
 			if headerOnly {
 				t.Offset, t.Absent = abs, true
-				f.MissingBytes += int64(end - max(abs, uint64(len(b))))
+				if end > size {
+					f.MissingBytes += int64(end - max(abs, size))
+				}
 				continue
 			}
 			return terr(ErrTensorRange, "data (%d bytes of %v at offset %d in the data section) runs past the end of the file: expected it within %d bytes, the file has %d; "+
