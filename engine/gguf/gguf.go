@@ -64,8 +64,9 @@ type TensorInfo struct {
 	Size   int64    // bytes
 	Data   []byte   // view into the file's mapping; valid until Close
 	Split  int      // index of the part (0 for an unsplit file)
-	// Absent is set by OpenHeader when the file ends before this tensor's data does (a
-	// header-only or cut download); Data is nil then.
+	// Absent is set by OpenHeader when Data does not hold this tensor: the file ends before its
+	// data does (a header-only or cut download; File.MissingBytes counts it), or, where files are
+	// not mapped, its bytes were not read. Data is nil then.
 	Absent bool
 }
 
