@@ -322,6 +322,7 @@ func describe(c candidate) Model {
 		return m
 	}
 	defer f.Close()
+	f.ShapesOnly() // the checks below read the header, never a weight
 	m.Arch = f.Architecture()
 	m.Params = f.ParamCount()
 	m.Quant = quantOf(f)

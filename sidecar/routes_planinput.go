@@ -70,6 +70,7 @@ func (s *server) openPlanModel(model string) (*gguf.File, string, error) {
 	if err != nil {
 		return nil, path, fmt.Errorf("open model %q for the plan: %w", path, err)
 	}
+	f.ShapesOnly() // the plan reads shapes and sizes, never a weight
 	return f, path, nil
 }
 

@@ -143,6 +143,7 @@ func planPlacement(ctx context.Context, path string, dev vulkan.DeviceInfo, reqC
 		return "", "no plan: " + err.Error()
 	}
 	defer f.Close()
+	f.ShapesOnly()
 	p, err := planinput.ForDevice(f, dev, store.StoredPinMB(ctx, dev.Key()), reqCtx, false)
 	if err != nil {
 		return "", "no plan: " + err.Error()

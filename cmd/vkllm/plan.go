@@ -181,6 +181,7 @@ func openPlanModel(path string) (*gguf.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open model %s: %w", path, err)
 	}
+	f.ShapesOnly()
 	return f, nil
 }
 

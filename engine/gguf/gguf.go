@@ -99,6 +99,15 @@ func Open(path string) (*File, error) { return open(path, false) }
 // (wrapping ErrTruncated) that says so.
 func OpenHeader(path string) (*File, error) { return open(path, true) }
 
+// ShapesOnly marks every tensor Absent and drops its Data, so what reads f from here on (a
+// model's shape check, the plan) reads no weight at all: not even the norm vectors a mapped
+// file would page in. MissingBytes and Complete still say what the file holds.
+func (f *File) ShapesOnly() {
+	for i := range f.Tensors {
+		f.Tensors[i].Absent, f.Tensors[i].Data = true, nil
+	}
+}
+
 // Complete reports whether the file holds every tensor's data (always true from Open).
 func (f *File) Complete() bool { return f.MissingBytes == 0 }
 
