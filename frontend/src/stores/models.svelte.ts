@@ -156,10 +156,10 @@ class ModelsState {
     }
   }
 
-  // load opens a model (a library model at the context its remedy chose, if any) and
-  // refreshes the recent list.
+  // load opens a model at the context it was planned at (the library's, or the one its remedy
+  // chose; 0 = its own or its saved load options) and refreshes the recent list.
   async load(path: string) {
-    const ctx = this.ctxFor[path] ?? 0;
+    const ctx = this.ctxOf(path);
     if (ctx > 0) await model.openAt(path, ctx);
     else await model.open(path);
     void this.loadRecent();
