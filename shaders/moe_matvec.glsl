@@ -10,6 +10,10 @@
 // it (quantact: Q8_0 or Q8_K blocks, as llama.cpp's CPU path pairs them), W is expanded by
 // dequant.glsl's dq32 (exact), and the products are summed in f32: within a stated bound of an
 // f64 reference (moe_test.go), not in llama.cpp's order.
+// With pairOff (bytes, nonzero) the binding holds the up experts that far after the gate
+// experts, and a workgroup takes the same NR rows of both, writing the SwiGLU of the two sums
+// as swiglu.comp computes it (silu(g)·u with a correctly rounded exp and division): the
+// decode step's gate, up and SwiGLU in one dispatch, equal to the three of them apart.
 // A workgroup of 64 threads takes NR rows of one pair: each thread loads its 32-element units
 // of x once for the NR rows, a shared-memory tree adds the threads' sums (no subgroup
 // operations, so it runs on both numeric tiers and every device).
@@ -29,13 +33,15 @@ layout(push_constant) uniform P {
     uint xStride;  // elements between X rows (a multiple of 4)
     uint yStride;  // elements between Y rows
     uint rowsPerX; // row groups per grid line (gl_NumWorkGroups.x)
+    uint pairOff;  // 0, or the byte offset of the up experts in W (gate, up and SwiGLU at once)
 } p;
 
 #define IQ_GRIDS_SHARED // i-quant grids in shared memory (dequant_iq.glsl); other types ignore it
 #include "dequant.glsl"
+#include "exact.glsl" // expExact, divExact: swiglu.comp's SwiGLU
 
 const uint NR = 4u; // rows per workgroup
-shared float part[NR * 64u];
+shared float part[2u * NR * 64u];
 
 void main() {
 #if defined(T_IQUANT)
@@ -52,28 +58,44 @@ void main() {
     uint xrow = p.xPerPair != 0u ? q : q / p.used;
     uint xBase = xrow * p.xStride / 4u;
     uint units = p.K / 32u;
-    float acc[NR];
-    [[unroll]] for (uint r = 0u; r < NR; r++) acc[r] = 0.0;
+    bool paired = p.pairOff != 0u; // uniform
+    uint halves = paired ? 2u : 1u;
+    float acc[2u * NR];
+    [[unroll]] for (uint r = 0u; r < 2u * NR; r++) acc[r] = 0.0;
     for (uint u = tid; u < units; u += 64u) {
         vec4 xv[8];
         [[unroll]] for (uint i = 0u; i < 8u; i++) xv[i] = x4[xBase + 8u * u + i];
         uint blk = (u / UNITS_PER_BLOCK) * BLOCK_BYTES, sub = u % UNITS_PER_BLOCK;
-        [[unroll]] for (uint r = 0u; r < NR; r++) {
-            uint row = min(row0 + r, p.N - 1u); // a row past the end re-reads the last (never written)
-            float v[32];
-            dq32(base + row * rowBytes + blk, sub, v);
-            float s = 0.0;
-            [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]), xv[i]);
-            acc[r] += s;
+        [[unroll]] for (uint hf = 0u; hf < 2u; hf++) {
+            if (hf >= halves) break; // uniform
+            uint hb = base + hf * p.pairOff;
+            [[unroll]] for (uint r = 0u; r < NR; r++) {
+                uint row = min(row0 + r, p.N - 1u); // a row past the end re-reads the last (never written)
+                float v[32];
+                dq32(hb + row * rowBytes + blk, sub, v);
+                float s = 0.0;
+                [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]), xv[i]);
+                acc[hf * NR + r] += s;
+            }
         }
     }
-    [[unroll]] for (uint r = 0u; r < NR; r++) part[r * 64u + tid] = acc[r];
+    [[unroll]] for (uint r = 0u; r < 2u * NR; r++) part[r * 64u + tid] = acc[r];
     barrier();
     for (uint s = 32u; s > 0u; s >>= 1) {
         if (tid < s) {
-            [[unroll]] for (uint r = 0u; r < NR; r++) part[r * 64u + tid] += part[r * 64u + tid + s];
+            [[unroll]] for (uint r = 0u; r < 2u * NR; r++) part[r * 64u + tid] += part[r * 64u + tid + s];
         }
         barrier();
     }
-    if (tid < NR && row0 + tid < p.N) y[q * p.yStride + row0 + tid] = part[tid * 64u];
+    if (tid < NR && row0 + tid < p.N) {
+        float g = part[tid * 64u];
+        if (paired) {
+            float u = part[(NR + tid) * 64u];
+            precise float e = 1.0 + expExact(-g);
+            float sg = divExact(g, e);
+            precise float r = sg * u;
+            g = r;
+        }
+        y[q * p.yStride + row0 + tid] = g;
+    }
 }

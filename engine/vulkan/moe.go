@@ -57,6 +57,22 @@ const moeExpertRows = 4
 // e0..e0+ne-1 of the 3-D tensor of type t; pairs routed to other experts are left alone. X
 // must hold the activations rounded for t (QuantizeActivations), as for MatMul.
 func (s *Seq) MoEMatVec(t quant.Type, w, x, y, ids Binding, k, n, e0, ne, used, pairs int, xPerPair bool, xStride, yStride int) {
+	s.moeMatVec(t, w, x, y, ids, 0, k, n, e0, ne, used, pairs, xPerPair, xStride, yStride)
+}
+
+// MoEMatVecSwiGLU records the gate and up products of MoEMatVec and their SwiGLU in one
+// dispatch: w binds the gate experts e0..e0+ne-1 and, upOff bytes (a nonzero multiple of 4)
+// after them, the up experts of the same shape and type; Y[q·yStride + r] = silu(g)·u, as
+// SwiGLU computes it from the two products, for each pair's token input (the gate/up form).
+func (s *Seq) MoEMatVecSwiGLU(t quant.Type, w, x, y, ids Binding, upOff uint64, k, n, e0, ne, used, pairs, xStride, yStride int) {
+	if upOff == 0 || upOff%4 != 0 || upOff > 1<<32-1 {
+		s.fail(fmt.Errorf("moe matvec swiglu %v: up experts at byte %d of the binding (a nonzero multiple of 4 below 4 GiB)", t, upOff))
+		return
+	}
+	s.moeMatVec(t, w, x, y, ids, upOff, k, n, e0, ne, used, pairs, false, xStride, yStride)
+}
+
+func (s *Seq) moeMatVec(t quant.Type, w, x, y, ids Binding, upOff uint64, k, n, e0, ne, used, pairs int, xPerPair bool, xStride, yStride int) {
 	suf, ok := weightSuffix(t)
 	if !ok {
 		s.fail(fmt.Errorf("moe matvec: weight type %v has no Vulkan kernel", t))
@@ -74,7 +90,7 @@ func (s *Seq) MoEMatVec(t quant.Type, w, x, y, ids Binding, k, n, e0, ne, used, 
 		s.fail(fmt.Errorf("moe matvec %v: %d pairs exceed the %d-workgroup grid", t, pairs, maxGroups))
 		return
 	}
-	kern := s.kernel("moe_matvec_"+suf, 4, 36)
+	kern := s.kernel("moe_matvec_"+suf, 4, 40)
 	if kern == nil {
 		return
 	}
@@ -83,7 +99,7 @@ func (s *Seq) MoEMatVec(t quant.Type, w, x, y, ids Binding, k, n, e0, ne, used, 
 		per = 1
 	}
 	gx, gy := grid1D((n + moeExpertRows - 1) / moeExpertRows)
-	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), gx),
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), gx, uint32(upOff)),
 		gx, gy, uint32(pairs), w, x, y, ids)
 }
 

@@ -8,8 +8,8 @@ import (
 )
 
 // BenchmarkMoEExperts times one mixture-of-experts layer's expert products on Qwen3-30B-A3B's
-// shapes (dim 2048, 128 experts of width 768, 8 used per token): a decode step's gate, up and
-// down per (token, slot) pair (moe_matvec), and a 512-token prefill window grouped by expert
+// shapes (dim 2048, 128 experts of width 768, 8 used per token): a decode step's gate+up+SwiGLU
+// and down per (token, slot) pair (moe_matvec), and a 512-token prefill window grouped by expert
 // (moe_group, then moe_gemm), GPU time from timestamps over 8 passes per submit, each product
 // followed by a barrier as in the token command. Decode reports the experts' weight bytes read
 // per second; prefill tokens per second of the three products. Random bytes stand in for the
@@ -37,6 +37,8 @@ func BenchmarkMoEExperts(b *testing.B) {
 			return benchBuffer(b, c, w)
 		}
 		gate, up, down := random(upRow*ff*ne), random(upRow*ff*ne), random(downRow*dim*ne)
+		upOff := (upRow*ff*ne + 255) / 256 * 256
+		gateUp := random(2 * upOff) // the resident layout: up experts upOff bytes after the gate's
 		for _, m := range []int{1, 512} {
 			pairs := m * used
 			ids := make([]uint32, pairs)
@@ -53,8 +55,7 @@ func BenchmarkMoEExperts(b *testing.B) {
 			sorted := benchBuffer(b, c, make([]byte, 4*pairs))
 			best := bestNsPerRep(b, c, reps, func(s *Seq) {
 				if m == 1 {
-					s.MoEMatVec(typ, gate.All(), x.All(), g.All(), idb.All(), dim, ff, 0, ne, used, pairs, false, dim, ff)
-					s.MoEMatVec(typ, up.All(), x.All(), u.All(), idb.All(), dim, ff, 0, ne, used, pairs, false, dim, ff)
+					s.MoEMatVecSwiGLU(typ, gateUp.All(), x.All(), g.All(), idb.All(), uint64(upOff), dim, ff, 0, ne, used, pairs, dim, ff)
 					s.Barrier()
 					s.MoEMatVec(typ, down.All(), g.All(), o.All(), idb.All(), ff, dim, 0, ne, used, pairs, true, ff, dim)
 					return

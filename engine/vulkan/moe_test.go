@@ -218,6 +218,48 @@ func TestMoEMatVecMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	}
 }
 
+// The paired decode product (gate, up and SwiGLU in one dispatch over one binding holding the
+// gate experts and, 256-aligned after them, the up experts) equals the three dispatches apart
+// (MoEMatVec twice, then SwiGLU) bit for bit, for every weight type: 5 experts of 7 rows, 2 of
+// 3 tokens' pairs.
+func TestMoEMatVecSwiGLUEqualsTheProductsApart(t *testing.T) {
+	c := ctxOrSkip(t)
+	const n, ne, used, m = 7, 5, 2, 3
+	ids := []uint32{4, 1, 1, 3, 0, 4}
+	pairs := m * used
+	for _, typ := range supportedWeightOrder {
+		k := 64
+		if typ.BlockSize() > 32 {
+			k = 512
+		}
+		t.Run(typ.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(typ)*5 + 1))
+			gq, _ := moeTestWeights(t, rng, typ, k, n, ne)
+			uq, _ := moeTestWeights(t, rng, typ, k, n, ne)
+			off := (len(gq) + 255) / 256 * 256
+			both := make([]byte, off+len(uq))
+			copy(both, gq)
+			copy(both[off:], uq)
+			wb, gb, ub := uploadBytes(t, c, both), uploadBytes(t, c, gq), uploadBytes(t, c, uq)
+			xb, ib := upload(t, c, randVec(rng, m*k, 1)), uploadU32(t, c, ids)
+			yb, gy, uy := upload(t, c, poisoned(pairs*n)), zeros(t, c, pairs*n), zeros(t, c, pairs*n)
+			run(t, c, func(s *Seq) {
+				s.MoEMatVecSwiGLU(typ, wb.All(), xb.All(), yb.All(), ib.All(), uint64(off), k, n, 0, ne, used, pairs, k, n)
+				s.MoEMatVec(typ, gb.All(), xb.All(), gy.All(), ib.All(), k, n, 0, ne, used, pairs, false, k, n)
+				s.MoEMatVec(typ, ub.All(), xb.All(), uy.All(), ib.All(), k, n, 0, ne, used, pairs, false, k, n)
+				s.Barrier()
+				s.SwiGLU(gy.All(), uy.All(), gy.All(), pairs*n)
+			})
+			got, want := readF32(t, yb, pairs*n), readF32(t, gy, pairs*n)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("pair %d row %d: paired %v, apart %v", i/n, i%n, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
 // The grouped expert products (moe_group, then moe_gemm) against the same float64 reference
 // and bound as the per-pair product, for every weight type: 23 tokens × 3 slots = 69 pairs
 // over 5 experts (expert 2 never chosen, expert 4 taking 30 pairs: two full tiles of 16 and

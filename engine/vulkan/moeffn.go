@@ -22,13 +22,21 @@ type experts struct {
 
 type expertSlice struct {
 	buf    *Buffer
-	e0, ne int // experts e0..e0+ne-1
+	off    uint64 // where the experts start in buf
+	size   uint64 // their bytes
+	e0, ne int    // experts e0..e0+ne-1
 }
 
-// moeWeights are one layer's router, experts and (qwen2moe) shared expert.
+func (s expertSlice) binding() Binding { return s.buf.Range(s.off, s.size) }
+
+// moeWeights are one layer's router, experts and (qwen2moe) shared expert. Gate and up experts
+// of one shape and type share a buffer where both fit one binding, the up experts upOff bytes
+// after the gate's (each tensor 256-aligned, as the plan counts them), so a decode step takes
+// gate, up and SwiGLU in one dispatch (MoEMatVecSwiGLU); upOff is 0 otherwise.
 type moeWeights struct {
 	router         weight
 	gate, up, down experts
+	upOff          uint64
 	shared         *sharedExpert
 }
 
@@ -108,13 +116,21 @@ func (r *Resident) uploadMoE(mo *model.MoE) (*moeWeights, error) {
 	if w.router, err = r.uploadMatrix(mo.Router); err != nil {
 		return nil, err
 	}
-	for _, p := range []struct {
-		dst *experts
-		src model.Experts
-	}{{&w.gate, mo.Gate}, {&w.up, mo.Up}, {&w.down, mo.Down}} {
-		if *p.dst, err = r.uploadExperts(p.src); err != nil {
-			return nil, err
+	if w.gate, w.up, w.upOff, err = r.uploadGateUp(mo.Gate, mo.Up); err != nil {
+		return nil, err
+	}
+	if w.upOff == 0 {
+		for _, p := range []struct {
+			dst *experts
+			src model.Experts
+		}{{&w.gate, mo.Gate}, {&w.up, mo.Up}} {
+			if *p.dst, err = r.uploadExperts(p.src); err != nil {
+				return nil, err
+			}
 		}
+	}
+	if w.down, err = r.uploadExperts(mo.Down); err != nil {
+		return nil, err
 	}
 	if s := mo.Shared; s != nil {
 		w.shared = &sharedExpert{}
@@ -128,6 +144,41 @@ func (r *Resident) uploadMoE(mo *model.MoE) (*moeWeights, error) {
 		}
 	}
 	return w, nil
+}
+
+// uploadGateUp copies the gate and up expert tensors into one buffer, the up experts at upOff,
+// when they have one shape and type and both fit one binding; else it uploads nothing and
+// returns upOff 0.
+func (r *Resident) uploadGateUp(g, u model.Experts) (gate, up experts, upOff uint64, err error) {
+	if g.Type != u.Type || g.Count != u.Count || g.Rows != u.Rows || g.Cols != u.Cols || g.Count == 0 || len(g.Matrices) != g.Count {
+		return gate, up, 0, nil
+	}
+	per := uint64(g.Matrices[0].RowBytes * g.Rows)
+	bytes := per * uint64(g.Count)
+	off := alignUp(bytes, weightAlign)
+	total := off + alignUp(bytes, weightAlign)
+	if total > r.c.Info.MaxStorageBufferRange || off > 1<<32-1 {
+		return gate, up, 0, nil
+	}
+	for _, x := range []model.Experts{g, u} {
+		if x.Info == nil || uint64(len(x.Info.Data)) < bytes {
+			return gate, up, 0, fmt.Errorf("tensor %q: the expert data is missing or short (want %d bytes)", x.Name, bytes)
+		}
+	}
+	buf, err := r.c.NewBuffer(total, false)
+	if err != nil {
+		return gate, up, 0, fmt.Errorf("upload tensors %q and %q: %w", g.Name, u.Name, err)
+	}
+	r.Bytes.Weights += buf.Size
+	gate = experts{name: g.Name, typ: g.Type, count: g.Count, rows: g.Rows, cols: g.Cols, slices: []expertSlice{{buf: buf, size: bytes, ne: g.Count}}}
+	up = experts{name: u.Name, typ: u.Type, count: u.Count, rows: u.Rows, cols: u.Cols, slices: []expertSlice{{buf: buf, off: off, size: bytes, ne: u.Count}}}
+	if err := buf.Write(0, g.Info.Data[:bytes]); err != nil {
+		return gate, up, 0, fmt.Errorf("upload tensor %q: %w", g.Name, err)
+	}
+	if err := buf.Write(off, u.Info.Data[:bytes]); err != nil {
+		return gate, up, 0, fmt.Errorf("upload tensor %q: %w", u.Name, err)
+	}
+	return gate, up, off, nil
 }
 
 // uploadExperts copies a 3-D expert tensor in its GGUF layout, as few slices of whole experts
@@ -152,7 +203,7 @@ func (r *Resident) uploadExperts(x model.Experts) (experts, error) {
 		if err != nil {
 			return w, fmt.Errorf("upload tensor %q: %w", x.Name, err)
 		}
-		w.slices = append(w.slices, expertSlice{buf: buf, e0: e0, ne: ne})
+		w.slices = append(w.slices, expertSlice{buf: buf, size: uint64(ne * per), e0: e0, ne: ne})
 		if err := buf.Write(0, data[e0*per:(e0+ne)*per]); err != nil {
 			return w, fmt.Errorf("upload tensor %q: %w", x.Name, err)
 		}
@@ -167,7 +218,11 @@ func (w *moeWeights) free() {
 		return
 	}
 	freeWeight(w.router)
-	for _, x := range []experts{w.gate, w.up, w.down} {
+	xs := []experts{w.gate, w.down}
+	if w.upOff == 0 {
+		xs = append(xs, w.up) // else up shares gate's buffer
+	}
+	for _, x := range xs {
 		for _, s := range x.slices {
 			s.buf.Free()
 		}
@@ -269,10 +324,10 @@ func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair, rounded 
 			y := p.y.Range(0, uint64(4*pairs*p.yStride))
 			for _, sl := range p.w.slices {
 				if m == 1 {
-					s.MoEMatVec(p.w.typ, sl.buf.All(), src, y, r.moe.ids.All(), k, p.w.rows, sl.e0, sl.ne, used, pairs, perPair, k, p.yStride)
+					s.MoEMatVec(p.w.typ, sl.binding(), src, y, r.moe.ids.All(), k, p.w.rows, sl.e0, sl.ne, used, pairs, perPair, k, p.yStride)
 					continue
 				}
-				s.MoEGEMM(p.w.typ, sl.buf.All(), src, y, r.moe.tiles.All(), r.moe.sorted.All(),
+				s.MoEGEMM(p.w.typ, sl.binding(), src, y, r.moe.tiles.All(), r.moe.sorted.All(),
 					k, p.w.rows, sl.e0, sl.ne, used, pairs, r.h.MoE.Experts, perPair, k, p.yStride)
 			}
 			done[j] = true
@@ -321,13 +376,26 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.MoEGroup(ms.ids.Range(0, uint64(4*pairs)), ms.tiles.All(), ms.sorted.All(), pairs, p.Experts)
 		s.Barrier()
 	}
-	r.projectExperts(s, expertIn, dim, m, false, early, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
-	s.Barrier()
-	stamp("ffn_up")
 	hid := r.gate.Range(0, uint64(4*pairs*ff))
-	s.SwiGLU(hid, r.up.Range(0, uint64(4*pairs*ff)), hid, pairs*ff)
-	s.Barrier()
-	stamp("swiglu")
+	if m == 1 && w.upOff != 0 {
+		// a decode step: gate, up and SwiGLU in one dispatch over the shared buffer
+		if !early && mode != actNone {
+			s.QuantizeActivations(w.gate.typ, xn, r.xq.Range(0, uint64(4*dim)), dim, 1, dim)
+			s.Barrier()
+			expertIn = r.xq.Range(0, uint64(4*dim))
+		}
+		sl := w.gate.slices[0]
+		s.MoEMatVecSwiGLU(w.gate.typ, sl.buf.All(), expertIn, hid, ms.ids.All(), w.upOff, dim, ff, 0, w.gate.count, p.Used, pairs, dim, ff)
+		s.Barrier()
+		stamp("ffn_up")
+	} else {
+		r.projectExperts(s, expertIn, dim, m, false, early, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
+		s.Barrier()
+		stamp("ffn_up")
+		s.SwiGLU(hid, r.up.Range(0, uint64(4*pairs*ff)), hid, pairs*ff)
+		s.Barrier()
+		stamp("swiglu")
+	}
 	r.projectExperts(s, hid, ff, m, true, false, expertProjection{w.down, ms.out, dim})
 	s.Barrier()
 	sh, g := ms.out, ms.wts // not read without a shared expert
