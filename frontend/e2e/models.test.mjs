@@ -150,6 +150,23 @@ test("the scan lists the LM Studio and Ollama models with their verdicts before 
   assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px at 700 px`);
 });
 
+test("a .gguf dropped on the page is found in the library by its name and size and planned", async () => {
+  const size = readFileSync(join(home, ".lmstudio/models/acme/Tiny-GGUF/tiny-llama-Q8_0.gguf")).length;
+  const drop = (name, bytes) => page.evaluate(([name, bytes]) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new Uint8Array(bytes)], name));
+    for (const type of ["dragover", "drop"]) window.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, [name, bytes]);
+  await drop("notes.txt", 10);
+  await page.locator("#model-open-status", { hasText: "not a .gguf model file" }).waitFor();
+  await drop("tiny-llama-Q8_0.gguf", size);
+  await page.locator("#model-open-preview .verdict").waitFor();
+  assert.equal(await page.locator("#model-path").inputValue(), join(home, ".lmstudio/models/acme/Tiny-GGUF/tiny-llama-Q8_0.gguf"));
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "model-open-submit");
+  await drop("elsewhere.gguf", 123);
+  await page.locator("#model-open-status", { hasText: "does not tell the app where elsewhere.gguf is" }).waitFor();
+});
+
 test("a folder added with ~ joins the scan, and removing it takes its models out", async () => {
   put("mine/extra/pick.gguf", readFileSync(join(home, "models/mine.gguf")));
   await page.locator("#library-folders summary").click();
@@ -165,6 +182,7 @@ test("a folder added with ~ joins the scan, and removing it takes its models out
 test("a library model loads, unload empties the engine, and the embedded model comes back", async () => {
   await page.locator('.lib-entry[data-name="tinyqwen:latest"] .lib-load').click();
   await page.locator("#model-name", { hasText: "sha256-" }).waitFor();
+  await page.locator(".facts dd", { hasText: "tinyqwen:latest (sha256-" }).waitFor();
   await page.locator("#model-unload").click();
   await page.locator("#model-unloaded").waitFor();
   await page.locator("#model-embedded").click();
