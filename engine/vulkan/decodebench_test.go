@@ -63,3 +63,66 @@ func BenchmarkShortPromptProducts(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFusedDecode times the decode step's products both ways on an 8B model's shapes:
+// matvec_fast after a separate rounding pass where the type needs one (what VKLLM_GPU_FUSED=0
+// records) against matvec_dec (rounding, and for gate+up SwiGLU, in the one dispatch), GPU time
+// from timestamps over 16 products per submit (each followed by a barrier, as in the token
+// command), reported as weight bytes per second. Random bytes stand in for the weights. Run on
+// a real GPU: -test.run '^$' -test.bench FusedDecode -test.benchtime 3x.
+func BenchmarkFusedDecode(b *testing.B) {
+	c := ctxOrSkip(b)
+	if !c.fusedDecode || c.exact {
+		b.Skipf("%s: no fused decode product here (int8 dot products, fast tier)", c.Info.Name)
+	}
+	const reps = 16
+	rng := rand.New(rand.NewSource(3))
+	xb := benchBuffer(b, c, f32Bytes(randVec(rng, 16384, 1)))
+	xq := benchBuffer(b, c, make([]byte, 4*16384))
+	gb := benchBuffer(b, c, f32Bytes(randVec(rng, 16384, 1)))
+	yb := benchBuffer(b, c, make([]byte, 4*16384))
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		for _, sh := range []struct {
+			name string
+			n, k int
+			pair bool
+		}{{"gate", 14336, 4096, false}, {"gate+up", 14336, 4096, true}, {"down", 4096, 14336, false}, {"attn_out", 4096, 4096, false}} {
+			rowBytes, err := typ.RowBytes(sh.k)
+			if err != nil {
+				b.Fatal(err)
+			}
+			wq := make([]byte, rowBytes*sh.n)
+			rng.Read(wq)
+			wb, w2 := benchBuffer(b, c, wq), benchBuffer(b, c, wq)
+			bytes := float64(len(wq))
+			if sh.pair {
+				bytes *= 2
+			}
+			old := bestNsPerRep(b, c, reps, func(s *Seq) {
+				src := xb.All()
+				if !c.roundsOwnActivations(typ, sh.k, 1) {
+					s.QuantizeActivations(typ, xb.All(), xq.All(), sh.k, 1, sh.k)
+					s.Barrier()
+					src = xq.All()
+				}
+				s.MatMul(typ, wb.All(), src, yb.All(), sh.k, sh.n, 1, sh.k, sh.n, false)
+				if sh.pair {
+					s.MatMul(typ, w2.All(), src, yb.All(), sh.k, sh.n, 1, sh.k, sh.n, false)
+					s.Barrier()
+					s.SwiGLU(yb.All(), yb.All(), yb.All(), sh.n)
+				}
+			}) / 1e3
+			g := gb.All()
+			opt := FusedDecodeOptions{}
+			if sh.pair {
+				p := w2.All()
+				opt = FusedDecodeOptions{Norm: &g, Eps: 1e-5, Pair: &p}
+			}
+			fused := bestNsPerRep(b, c, reps, func(s *Seq) {
+				s.MatVecFused(typ, wb.All(), xb.All(), yb.All(), sh.k, sh.n, opt)
+			}) / 1e3
+			b.Logf("%v %s %dx%d: unfused %.1f us (%.0f GB/s), fused %.1f us (%.0f GB/s)", typ, sh.name, sh.n, sh.k,
+				old, bytes/old/1e3, fused, bytes/fused/1e3)
+		}
+	}
+}

@@ -217,6 +217,29 @@ func (s *Seq) Rope(x, cs Binding, headDim, nHeads, m, ropeDim int, neox bool, st
 		uint32((total+63)/64), 1, 1, x, cs)
 }
 
+// RopeKV records, in one dispatch, the rotary embedding of m tokens' queries (nHead heads,
+// stride qStride, in place) and keys (rows of kRow = nKV·headDim) and the f16 store of the
+// rotated keys and the values (rows of vRow) into the caches at rows pos[0].. : the same results
+// as Rope on q and k, a barrier, and KVStore of k and v, one stage sooner.
+func (s *Seq) RopeKV(q, k, v, cs, kCache, vCache, pos Binding, headDim, nHead, m, ropeDim int, neox bool, qStride, kRow, vRow int) {
+	if ropeDim%2 != 0 || ropeDim > headDim || headDim%2 != 0 || kRow%headDim != 0 || vRow%2 != 0 {
+		s.fail(fmt.Errorf("rope+kv store: rotary dimensions %d (even, at most the head size %d), key rows %d (whole heads) and value rows %d (even) do not fit", ropeDim, headDim, kRow, vRow))
+		return
+	}
+	kern := s.kernel("rope_kv", 7, 32)
+	if kern == nil {
+		return
+	}
+	nx := uint32(0)
+	if neox {
+		nx = 1
+	}
+	total := m*nHead*ropeDim/2 + m*kRow/2 + m*vRow/2
+	gx, gy := grid1D((total + 63) / 64)
+	s.Dispatch(kern, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(ropeDim), nx, uint32(qStride), uint32(kRow), uint32(vRow)),
+		gx, gy, 1, q, k, v, cs, kCache, vCache, pos)
+}
+
 // RopeAngles fills dst with the cos and sin of every rotary pair for positions pos..pos+n-1,
 // the table Rope reads (n·ropeDim floats). The angles follow llama.cpp's float32 recurrence
 // (theta_0 = position, theta_{i+1} = theta_i·base^(-2/ropeDim), times scale, divided by the

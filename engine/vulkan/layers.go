@@ -58,11 +58,8 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	}
 	stamp("qkv")
 	neox := h.Rope.Kind == model.RopeNeoX
-	s.Rope(r.q.All(), r.ropeCS.All(), h.HeadDim, h.Heads, m, r.ropeDims, neox, qd)
-	s.Rope(r.k.All(), r.ropeCS.All(), h.HeadDim, h.HeadsKV, m, r.ropeDims, neox, kd)
-	s.Barrier()
-	s.KVStore(r.k.All(), l.kCache.All(), r.pos.All(), kd, m, kd)
-	s.KVStore(r.v.All(), l.vCache.All(), r.pos.All(), vd, m, vd)
+	s.RopeKV(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
+		h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd)
 	s.Barrier()
 	stamp("rope_kv")
 	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
@@ -73,7 +70,7 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	}
 	s.Barrier()
 	stamp("attention")
-	r.projectFused(s, r.att.All(), qd, m, projection{l.o, r.x, dim, true})
+	r.project(s, r.att.All(), qd, m, projection{l.o, r.x, dim, true})
 	s.Barrier()
 	stamp("attn_out")
 }
@@ -133,7 +130,7 @@ func (r *Resident) denseFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 		stamp("swiglu")
 	}
-	r.projectFused(s, r.gate.All(), ff, m, projection{l.down, r.x, dim, true})
+	r.project(s, r.gate.All(), ff, m, projection{l.down, r.x, dim, true})
 	s.Barrier()
 	stamp("ffn_down")
 }

@@ -472,7 +472,7 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 
 // fuses reports whether one-token products with the weights ws over k-element inputs all take
 // the fused decode product (matvec_dec): m = 1 on a context that has it, types it covers, and
-// each weight in one buffer.
+// each weight in one buffer. Only the FFN's gate and up take it (normProject says why).
 func (r *Resident) fuses(m, k int, ws ...weight) bool {
 	if m != 1 {
 		return false
@@ -485,44 +485,16 @@ func (r *Resident) fuses(m, k int, ws ...weight) bool {
 	return true
 }
 
-// projectFused records the products ps of m rows of k-element input x as project does, or, for
-// a decode step that fuses, as matvec_dec products that round x themselves.
-func (r *Resident) projectFused(s *Seq, x Binding, k, m int, ps ...projection) {
-	if !r.fuses(m, k, projectionWeights(ps)...) {
-		r.project(s, x, k, m, ps...)
-		return
-	}
-	for _, p := range ps {
-		sl := p.w.slices[0]
-		s.MatVecFused(p.w.typ, sl.buf.All(), x, p.y.Range(0, uint64(4*sl.rows)), k, sl.rows, FusedDecodeOptions{Accumulate: p.acc})
-	}
-}
-
 // normProject records the products ps of RMSNorm(r.x)·g over m rows of k elements: a norm pass
-// into r.xn then project, or, for a decode step that fuses, matvec_dec products that normalize
-// and round r.x themselves.
+// into r.xn, then project. (Only the FFN's gate and up take the fused decode product: with the
+// norm and rounding in every workgroup's prologue, the 4096-row products — qkv, attn_out,
+// ffn_down, 2048 workgroups of 2-4 rows — got slower on the H200, 8B Q4_K qkv 820 -> 1579 µs
+// and ffn_down 1530 -> 2492 µs a token, while gate+up+SwiGLU went 2730 -> 2197.)
 func (r *Resident) normProject(s *Seq, g vector, k, m int, stamp func(string), ps ...projection) {
-	if !r.fuses(m, k, projectionWeights(ps)...) {
-		s.RMSNorm(r.x.All(), g.buf.All(), r.xn.All(), k, m, k, r.h.NormEps)
-		s.Barrier()
-		stamp("norm")
-		r.project(s, r.xn.All(), k, m, ps...)
-		return
-	}
-	gb := g.buf.All()
-	for _, p := range ps {
-		sl := p.w.slices[0]
-		s.MatVecFused(p.w.typ, sl.buf.All(), r.x.All(), p.y.Range(0, uint64(4*sl.rows)), k, sl.rows,
-			FusedDecodeOptions{Norm: &gb, Eps: r.h.NormEps, Accumulate: p.acc})
-	}
-}
-
-func projectionWeights(ps []projection) []weight {
-	ws := make([]weight, len(ps))
-	for i, p := range ps {
-		ws[i] = p.w
-	}
-	return ws
+	s.RMSNorm(r.x.All(), g.buf.All(), r.xn.All(), k, m, k, r.h.NormEps)
+	s.Barrier()
+	stamp("norm")
+	r.project(s, r.xn.All(), k, m, ps...)
 }
 
 // record records the forward pass of m tokens (ids/pos buffers already hold them) up to the
