@@ -29,6 +29,7 @@ func runSynth(ctx context.Context, args []string) error {
 	typeName := fs.String("type", "q8_0", "type of the matrices (norms and the router stay f32; rows that do not hold whole blocks fall back as llama-quantize does): "+strings.Join(typeNames, ", "))
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF (default: the embedded model's 512-token vocabulary)")
 	seed := fs.Uint64("seed", 11, "seed of the random weights")
+	tile := fs.Bool("tile", false, fmt.Sprintf("quantize only the first %d values of each tensor (or expert) and repeat them: a full-size i-quant model in seconds, for timing only", synth.TileValues))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func runSynth(ctx context.Context, args []string) error {
 	}
 	defer vocab.Close()
 	start := time.Now()
-	res, err := synth.Write(ctx, *out, synth.Options{Arch: *arch, Shape: shape, Type: typ, Vocab: vocab, Seed: *seed})
+	res, err := synth.Write(ctx, *out, synth.Options{Arch: *arch, Shape: shape, Type: typ, Vocab: vocab, Seed: *seed, Tile: *tile})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -163,5 +164,68 @@ func TestBadShapesAreRefused(t *testing.T) {
 		if _, err := Write(context.Background(), filepath.Join(t.TempDir(), "x.gguf"), o); err == nil {
 			t.Errorf("%s %+v was written", o.Arch, o.Shape)
 		}
+	}
+}
+
+// A tiled model draws the same first rows as an untiled one and repeats them: every tensor of
+// more than TileValues values holds its first rows' blocks over and over (for an expert tensor,
+// each expert's own), the smaller ones are written whole.
+func TestTileRepeatsTheFirstRowsOfEachStream(t *testing.T) {
+	shape := Shape{Dim: 256, Layers: 1, Heads: 4, HeadsKV: 2, FFN: 512, Ctx: 64, Experts: 2, ExpertsUsed: 1, ExpertFFN: 512}
+	dir := t.TempDir()
+	open := func(name string, tile bool) *gguf.File {
+		path := filepath.Join(dir, name)
+		if _, err := Write(context.Background(), path, Options{Arch: "qwen3moe", Shape: shape, Type: quant.Q8_0, Vocab: embeddedVocab(t), Seed: 3, Tile: tile}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	full, tiled := open("full.gguf", false), open("tiled.gguf", true)
+	repeated := 0
+	for _, ti := range full.Tensors {
+		tt, ok := tiled.Tensor(ti.Name)
+		if !ok {
+			t.Fatalf("tiled model lacks %s", ti.Name)
+		}
+		streams := 1
+		if len(ti.Dims) == 3 {
+			streams = int(ti.Dims[2])
+		}
+		per, cols := len(ti.Data)/streams, int(ti.Dims[0])
+		n := int(ti.Elements()) / streams
+		if n <= TileValues {
+			if !bytes.Equal(ti.Data, tt.Data) {
+				t.Errorf("%s (%d values a stream) differs from the untiled model", ti.Name, n)
+			}
+			continue
+		}
+		rowBytes, err := ti.Type.RowBytes(cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := (TileValues + cols - 1) / cols * rowBytes
+		for k := 0; k < streams; k++ {
+			want, got := ti.Data[k*per:(k+1)*per], tt.Data[k*per:(k+1)*per]
+			if !bytes.Equal(got[:chunk], want[:chunk]) {
+				t.Fatalf("%s stream %d: the first rows differ from the untiled model's", ti.Name, k)
+			}
+			for off := chunk; off < per; off += chunk {
+				if !bytes.Equal(got[off:min(per, off+chunk)], got[:min(chunk, per-off)]) {
+					t.Fatalf("%s stream %d: bytes at %d do not repeat the first rows", ti.Name, k, off)
+				}
+			}
+			if bytes.Equal(got[chunk:], want[chunk:]) {
+				t.Fatalf("%s stream %d: the rest is the untiled model's, not a repeat", ti.Name, k)
+			}
+		}
+		repeated++
+	}
+	if repeated == 0 {
+		t.Fatal("no tensor was large enough to tile: the test shape is too small")
 	}
 }
