@@ -204,6 +204,13 @@ CREATE TABLE recent_models (
 	opened_at_ms    INTEGER NOT NULL
 );
 `,
+	// 8: the run each bench row belongs to (run_key: the rows of one click, one `vkllm bench`
+	// or one llama-bench invocation in an imported file share it), so "N runs" counts runs, not
+	// rows. Rows from before keep '' and count as a run each.
+	`
+ALTER TABLE bench_runs ADD COLUMN run_key TEXT NOT NULL DEFAULT '';
+CREATE INDEX bench_runs_dedupe ON bench_runs(source, test, model_file, avg_ns);
+`,
 }
 
 // SchemaVersion is the schema version this build writes.
