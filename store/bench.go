@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -69,6 +71,10 @@ type BenchRun struct {
 	StddevTS float64 `json:"stddev_ts"`
 	TTFTNs   int64   `json:"ttft_ns"`
 	LoadNs   int64   `json:"load_ns"` // the model's load before the run, file to ready; 0 = not timed
+	// RunKey names the run the row belongs to: the rows of one click, one `vkllm bench` or one
+	// llama-bench invocation share it. SaveBenchRuns gives rows without one a fresh key of their
+	// own batch; rows saved before the column existed read as "" and count as a run each.
+	RunKey string `json:"run_key,omitempty"`
 
 	Samples []BenchSample `json:"samples"`
 }
@@ -91,7 +97,7 @@ const benchColumns = `id, created_at_ms, source, status, error, backend, gpu_key
 	gpu_uuid, driver_name, driver_version, vulkan_api, hostname, os, kernel, cpu, ram_bytes, threads,
 	engine_version, engine_commit, model_file, model_sha256, model_arch, model_type, model_params, model_quant,
 	model_size, context, placement, plan_verdict, plan_headroom_bytes, plan_source, plan_pin_mb, test,
-	n_prompt, n_gen, reps, warmup, avg_ns, stddev_ns, avg_ts, stddev_ts, ttft_ns, n_depth, load_ns`
+	n_prompt, n_gen, reps, warmup, avg_ns, stddev_ns, avg_ts, stddev_ts, ttft_ns, n_depth, load_ns, run_key`
 
 // fields lists pointers to r's columns in benchColumns order.
 func (r *BenchRun) fields() []any {
@@ -100,7 +106,7 @@ func (r *BenchRun) fields() []any {
 		&r.OS, &r.Kernel, &r.CPU, &r.RAMBytes, &r.Threads, &r.EngineVersion, &r.EngineCommit, &r.ModelFile,
 		&r.ModelSHA256, &r.ModelArch, &r.ModelType, &r.ModelParams, &r.ModelQuant, &r.ModelSize, &r.Context,
 		&r.Placement, &r.PlanVerdict, &r.PlanHeadroomBytes, &r.PlanSource, &r.PlanPinMB, &r.Test, &r.NPrompt,
-		&r.NGen, &r.Reps, &r.Warmup, &r.AvgNs, &r.StddevNs, &r.AvgTS, &r.StddevTS, &r.TTFTNs, &r.NDepth, &r.LoadNs}
+		&r.NGen, &r.Reps, &r.Warmup, &r.AvgNs, &r.StddevNs, &r.AvgTS, &r.StddevTS, &r.TTFTNs, &r.NDepth, &r.LoadNs, &r.RunKey}
 }
 
 // SaveBenchRun stores a run and its samples in one transaction and returns its id. A failed or
@@ -114,48 +120,31 @@ func (s *Store) SaveBenchRun(ctx context.Context, r BenchRun) (int64, error) {
 }
 
 // SaveBenchRuns stores the rows of one bench invocation (each test with its samples) in one
-// transaction: a kill or a full disk midway leaves none of them, never some.
+// transaction: a kill or a full disk midway leaves none of them, never some. Rows without a
+// RunKey get one key for the whole batch: they are one run.
 func (s *Store) SaveBenchRuns(ctx context.Context, runs []BenchRun) ([]int64, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	for i := range runs {
-		r := &runs[i]
-		switch r.Status {
-		case BenchOK, BenchFailed, BenchCancelled:
-		default:
-			return nil, fmt.Errorf("save bench run %s: status %q is not ok, failed or cancelled", r.Test, r.Status)
-		}
+	if err := checkStatuses(runs); err != nil {
+		return nil, err
 	}
-	cols := strings.Split(benchColumns, ",")[1:] // without id
-	query := "INSERT INTO bench_runs(" + strings.Join(cols, ",") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ") RETURNING id"
 	op := "save bench run " + runs[0].Test
 	if len(runs) > 1 {
 		op = fmt.Sprintf("save %d bench runs", len(runs))
 	}
+	key := NewRunKey()
 	ids := make([]int64, len(runs))
 	err := s.tx(ctx, op, func(tx *sql.Tx) error {
 		for i, r := range runs {
-			if r.CreatedAtMs == 0 {
-				r.CreatedAtMs = nowMs()
+			if r.RunKey == "" {
+				r.RunKey = key
 			}
-			if r.Source == "" {
-				r.Source = "vkllm"
+			id, err := insertBenchRun(ctx, tx, r)
+			if err != nil {
+				return err
 			}
-			vals := r.fields()[1:]
-			args := make([]any, len(vals))
-			for j, p := range vals {
-				args[j] = deref(p)
-			}
-			if err := tx.QueryRowContext(ctx, query, args...).Scan(&ids[i]); err != nil {
-				return fmt.Errorf("run %s: %w", r.Test, err)
-			}
-			for _, smp := range r.Samples {
-				if _, err := tx.ExecContext(ctx, "INSERT INTO bench_samples(run_id, rep, ns, tokens_per_sec) VALUES (?, ?, ?, ?)",
-					ids[i], smp.Rep, smp.Ns, smp.TokensPerSec); err != nil {
-					return fmt.Errorf("run %s sample %d: %w", r.Test, smp.Rep, err)
-				}
-			}
+			ids[i] = id
 		}
 		return nil
 	})
@@ -163,6 +152,131 @@ func (s *Store) SaveBenchRuns(ctx context.Context, runs []BenchRun) ([]int64, er
 		return nil, err
 	}
 	return ids, nil
+}
+
+// ImportResult says what an import did: how many rows were new and how many the history
+// already held (a second import of the same file, or the export of our own rows).
+type ImportResult struct {
+	Added      int     `json:"added"`
+	Duplicates int     `json:"duplicates"`
+	IDs        []int64 `json:"ids,omitempty"` // of the added rows
+}
+
+// ImportBenchRuns stores the rows the history does not already hold, all in one transaction, and
+// says how many were new and how many duplicates. A row is a duplicate of a saved one with the
+// same identity (DedupeKey): source, test, model file, GPU, CPU, the second it ran and its
+// timings; duplicates within runs count too. Rows without a RunKey are one run, as in
+// SaveBenchRuns.
+func (s *Store) ImportBenchRuns(ctx context.Context, runs []BenchRun) (ImportResult, error) {
+	var res ImportResult
+	if len(runs) == 0 {
+		return res, nil
+	}
+	if err := checkStatuses(runs); err != nil {
+		return res, err
+	}
+	key := NewRunKey()
+	err := s.tx(ctx, fmt.Sprintf("import %d bench runs", len(runs)), func(tx *sql.Tx) error {
+		res = ImportResult{}
+		for _, r := range runs {
+			if r.CreatedAtMs == 0 {
+				r.CreatedAtMs = nowMs()
+			}
+			if r.Source == "" {
+				r.Source = "vkllm"
+			}
+			dup, err := hasBenchRun(ctx, tx, r)
+			if err != nil {
+				return err
+			}
+			if dup {
+				res.Duplicates++
+				continue
+			}
+			if r.RunKey == "" {
+				r.RunKey = key
+			}
+			id, err := insertBenchRun(ctx, tx, r)
+			if err != nil {
+				return err
+			}
+			res.Added++
+			res.IDs = append(res.IDs, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	return res, nil
+}
+
+// DedupeKey is a row's identity for imports: two rows with the same key are the same
+// measurement. The time counts to the second, as llama-bench's test_time (RFC 3339) keeps it.
+func DedupeKey(r BenchRun) string {
+	return strings.Join([]string{r.Source, r.Test, r.ModelFile, strings.ToLower(strings.TrimSpace(r.GPUName)),
+		strings.TrimSpace(r.CPU), fmt.Sprint(r.CreatedAtMs / 1000), fmt.Sprint(r.AvgNs), fmt.Sprint(r.StddevNs), r.Status}, "\x00")
+}
+
+// hasBenchRun tells whether the history holds a row with r's DedupeKey.
+func hasBenchRun(ctx context.Context, tx *sql.Tx, r BenchRun) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM bench_runs WHERE source = ? AND test = ? AND model_file = ? AND avg_ns = ?
+		AND stddev_ns = ? AND status = ? AND lower(trim(gpu_name)) = ? AND trim(cpu) = ? AND created_at_ms / 1000 = ?`,
+		r.Source, r.Test, r.ModelFile, r.AvgNs, r.StddevNs, r.Status, strings.ToLower(strings.TrimSpace(r.GPUName)),
+		strings.TrimSpace(r.CPU), r.CreatedAtMs/1000).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("look up run %s: %w", r.Test, err)
+	}
+	return n > 0, nil
+}
+
+func checkStatuses(runs []BenchRun) error {
+	for _, r := range runs {
+		switch r.Status {
+		case BenchOK, BenchFailed, BenchCancelled:
+		default:
+			return fmt.Errorf("save bench run %s: status %q is not ok, failed or cancelled", r.Test, r.Status)
+		}
+	}
+	return nil
+}
+
+// insertBenchRun inserts one row and its samples in tx.
+func insertBenchRun(ctx context.Context, tx *sql.Tx, r BenchRun) (int64, error) {
+	cols := strings.Split(benchColumns, ",")[1:] // without id
+	query := "INSERT INTO bench_runs(" + strings.Join(cols, ",") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ") RETURNING id"
+	if r.CreatedAtMs == 0 {
+		r.CreatedAtMs = nowMs()
+	}
+	if r.Source == "" {
+		r.Source = "vkllm"
+	}
+	vals := r.fields()[1:]
+	args := make([]any, len(vals))
+	for j, p := range vals {
+		args[j] = deref(p)
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, query, args...).Scan(&id); err != nil {
+		return 0, fmt.Errorf("run %s: %w", r.Test, err)
+	}
+	for _, smp := range r.Samples {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO bench_samples(run_id, rep, ns, tokens_per_sec) VALUES (?, ?, ?, ?)",
+			id, smp.Rep, smp.Ns, smp.TokensPerSec); err != nil {
+			return 0, fmt.Errorf("run %s sample %d: %w", r.Test, smp.Rep, err)
+		}
+	}
+	return id, nil
+}
+
+// NewRunKey is a fresh run key: 16 random hex digits.
+func NewRunKey() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("store: no randomness for a run key: %v", err)) // crypto/rand does not fail on supported systems
+	}
+	return hex.EncodeToString(b[:])
 }
 
 func deref(p any) any {
