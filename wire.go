@@ -44,13 +44,12 @@ func startServices(ctx context.Context, model string, em app.Emitter) (services,
 			return services{}, nil, fmt.Errorf("find this executable to start the engine: %w (set VKLLM_SIDECAR to a vkllm binary)", err)
 		}
 	}
-	args := []string{"serve"}
-	if model != "" {
-		args = append(args, "-m", model)
-	}
+	// The engine starts with the start-up model's saved load options as its serve flags, so it
+	// loads the model once, already as the user chose it.
+	startLoad := app.StoredEngineLoad(ctx, st, model)
 	sup, err := sidecar.Start(ctx, sidecar.SupervisorOptions{
 		Binary:  bin,
-		Args:    args,
+		Args:    serveArgs(startLoad),
 		DataDir: dataDir,
 		OnEvent: func(ev sidecar.Event) { app.EmitEngineEvent(em, ev.Kind, ev.Reason, ev.AtMs) },
 	})
@@ -68,7 +67,7 @@ func startServices(ctx context.Context, model string, em app.Emitter) (services,
 		}
 	}
 	eng := optionsEngine{sidecarEngine{sup}, st}
-	loadStartupOptions(ctx, eng, model)
+	startWithDefaultsIfRefused(ctx, eng, startLoad)
 	svc := newServices(ctx, eng, sa, sa, st, em)
 	svc.LoadOptions = app.NewLoadOptionsService(ctx, eng, eng, st, em)
 	wireLibrary(ctx, &svc, sa, em)
@@ -122,9 +121,18 @@ func (e sidecarEngine) Bench(ctx context.Context, s app.BenchSettings, onProgres
 	return out, err
 }
 
-// serveSidecar is `vkllm-app serve`: the engine process the app spawns (the same flags as
-// `vkllm serve`).
+// serveSidecar is `vkllm-app serve`: the engine process the app spawns (the flags of `vkllm
+// serve`, and --device).
 func serveSidecar(ctx context.Context, args []string) error {
+	opts, err := serveOptions(args)
+	if err != nil {
+		return err
+	}
+	return sidecar.Serve(ctx, opts)
+}
+
+// serveOptions reads `serve`'s flags; serveArgs writes them.
+func serveOptions(args []string) (sidecar.ServeOptions, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	model := fs.String("m", "", "GGUF model file to load at start (default: the embedded model)")
 	listen := fs.String("listen", sidecar.DefaultListen, "address to listen on; port 0 picks a free one")
@@ -132,14 +140,16 @@ func serveSidecar(ctx context.Context, args []string) error {
 	cpu := fs.Bool("cpu", false, "run on the CPU")
 	gpu := fs.Bool("gpu", false, "run on the GPU (fail instead of falling back)")
 	ctxLen := fs.Int("c", 0, "context length (default: the model's own, capped by the plan)")
+	device := fs.Int("device", -1, "Vulkan device index (default: VKLLM_DEVICE, else the best)")
+	kv := fs.String("kv", "", "KV cache type: f16 (default) or f32 (with --cpu only)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return sidecar.ServeOptions{}, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return sidecar.ServeOptions{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *cpu && *gpu {
-		return errors.New("--cpu and --gpu exclude each other")
+		return sidecar.ServeOptions{}, errors.New("--cpu and --gpu exclude each other")
 	}
 	backend := engine.BackendAuto
 	if *cpu {
@@ -147,5 +157,9 @@ func serveSidecar(ctx context.Context, args []string) error {
 	} else if *gpu {
 		backend = engine.BackendGPU
 	}
-	return sidecar.Serve(ctx, sidecar.ServeOptions{ModelPath: *model, Listen: *listen, TokenFile: *tokenFile, Backend: backend, Context: *ctxLen})
+	opts := sidecar.ServeOptions{ModelPath: *model, Listen: *listen, TokenFile: *tokenFile, Backend: backend, Context: *ctxLen, KV: *kv}
+	if *device >= 0 {
+		opts.Device = device
+	}
+	return opts, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strconv"
 
 	"github.com/vkllm/vkllm/app"
 	"github.com/vkllm/vkllm/engine"
@@ -40,14 +41,46 @@ func (e optionsEngine) LoadModelWith(ctx context.Context, l app.EngineLoad) (eng
 	return e.sup.LoadModelWith(ctx, sidecar.LoadRequest{Path: l.Path, Ctx: l.Ctx, Backend: l.Backend, Device: l.Device, KV: l.KV})
 }
 
-// loadStartupOptions reloads the start-up model with the options saved for it, if any (the
-// sidecar started it with its defaults); a reload that fails leaves it running as it started.
-func loadStartupOptions(ctx context.Context, e optionsEngine, path string) {
-	if _, saved := app.StoredLoadOptions(ctx, e.opts, path); !saved {
-		return
+// serveArgs are the engine's `serve` flags for the start-up load l (serveOptions reads them), so
+// the engine loads the start-up model once, with its saved options, and again so after a crash.
+func serveArgs(l app.EngineLoad) []string {
+	args := []string{"serve"}
+	if l.Path != "" {
+		args = append(args, "-m", l.Path)
 	}
-	if _, err := e.LoadModel(ctx, path); err != nil {
-		slog.Warn("reload the start-up model with its saved load options; it runs with the defaults", "path", path, "err", err)
+	if l.Ctx > 0 {
+		args = append(args, "-c", strconv.Itoa(l.Ctx))
+	}
+	switch engine.Backend(l.Backend) {
+	case engine.BackendCPU:
+		args = append(args, "--cpu")
+	case engine.BackendGPU:
+		args = append(args, "--gpu")
+	}
+	if l.Device != nil {
+		args = append(args, "--device", strconv.Itoa(*l.Device))
+	}
+	if l.KV != "" {
+		args = append(args, "--kv", l.KV)
+	}
+	return args
+}
+
+// startWithDefaultsIfRefused loads the start-up model on the default device and cache type when
+// the engine refused it with its saved options (saved before a check refused them, a GPU gone):
+// the model still opens, and the saved options stay for when they fit again.
+func startWithDefaultsIfRefused(ctx context.Context, e optionsEngine, l app.EngineLoad) {
+	if _, err := e.sidecarEngine.Model(ctx); err == nil {
+		return
+	} else if _, saved := app.StoredLoadOptions(ctx, e.opts, l.Path); !saved {
+		return
+	} else {
+		slog.Warn("the start-up model did not load with its saved load options; loading it with the defaults", "path", l.Path, "err", err)
+	}
+	// A field left out takes the serve flag, so the defaults are spelled out (a context of 0 is
+	// "left out": the saved context stays, still capped by the plan).
+	if _, err := e.LoadModelWith(ctx, app.EngineLoad{Path: l.Path, Backend: string(engine.BackendAuto), KV: "f16"}); err != nil {
+		slog.Warn("load the start-up model with the defaults", "path", l.Path, "err", err)
 	}
 }
 
