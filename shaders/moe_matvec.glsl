@@ -14,8 +14,10 @@
 // experts, and a workgroup takes the same NR rows of both, writing the SwiGLU of the two sums
 // as swiglu.comp computes it (silu(g)·u with a correctly rounded exp and division): the
 // decode step's gate, up and SwiGLU in one dispatch, equal to the three of them apart.
-// A workgroup of 64 threads takes NR rows of one pair: each thread loads its 32-element units
-// of x once for the NR rows, a shared-memory tree adds the threads' sums (no subgroup
+// A workgroup of 64 threads takes 64/LANES groups of NR rows of one pair (LANES: 16, 32 or 64,
+// the fewest that cover a row's 32-element units, so short rows, such as the down product's,
+// leave fewer threads idle): each thread of a group loads its units of x once for the group's
+// NR rows, and a shared-memory tree over the group's lanes adds their sums (no subgroup
 // operations, so it runs on both numeric tiers and every device).
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = 64) in;
@@ -34,6 +36,7 @@ layout(push_constant) uniform P {
     uint yStride;  // elements between Y rows
     uint rowsPerX; // row groups per grid line (gl_NumWorkGroups.x)
     uint pairOff;  // 0, or the byte offset of the up experts in W (gate, up and SwiGLU at once)
+    uint lanes;    // threads per group of NR rows: 16, 32 or 64
 } p;
 
 #define IQ_GRIDS_SHARED // i-quant grids in shared memory (dequant_iq.glsl); other types ignore it
@@ -49,10 +52,12 @@ void main() {
     barrier();
 #endif
     uint q = gl_WorkGroupID.z;
-    uint row0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR;
+    uint L = p.lanes;
+    uint tid = gl_LocalInvocationID.x, lane = tid % L;
+    uint wgRow0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR * (64u / L);
+    uint row0 = wgRow0 + (tid / L) * NR;
     uint e = ids[q];
-    if (e < p.e0 || e - p.e0 >= p.ne || row0 >= p.N) return; // uniform over the workgroup
-    uint tid = gl_LocalInvocationID.x;
+    if (e < p.e0 || e - p.e0 >= p.ne || wgRow0 >= p.N) return; // uniform over the workgroup
     uint rowBytes = (p.K / BLOCK_ELEMS) * BLOCK_BYTES;
     uint base = (e - p.e0) * p.N * rowBytes;
     uint xrow = p.xPerPair != 0u ? q : q / p.used;
@@ -62,7 +67,7 @@ void main() {
     uint halves = paired ? 2u : 1u;
     float acc[2u * NR];
     [[unroll]] for (uint r = 0u; r < 2u * NR; r++) acc[r] = 0.0;
-    for (uint u = tid; u < units; u += 64u) {
+    for (uint u = lane; u < units && row0 < p.N; u += L) {
         vec4 xv[8];
         [[unroll]] for (uint i = 0u; i < 8u; i++) xv[i] = x4[xBase + 8u * u + i];
         uint blk = (u / UNITS_PER_BLOCK) * BLOCK_BYTES, sub = u % UNITS_PER_BLOCK;
@@ -81,21 +86,22 @@ void main() {
     }
     [[unroll]] for (uint r = 0u; r < 2u * NR; r++) part[r * 64u + tid] = acc[r];
     barrier();
-    for (uint s = 32u; s > 0u; s >>= 1) {
-        if (tid < s) {
+    for (uint s = L >> 1; s > 0u; s >>= 1) {
+        if (lane < s) {
             [[unroll]] for (uint r = 0u; r < 2u * NR; r++) part[r * 64u + tid] += part[r * 64u + tid + s];
         }
         barrier();
     }
-    if (tid < NR && row0 + tid < p.N) {
-        float g = part[tid * 64u];
+    uint first = tid - lane; // the group's lane 0
+    if (lane < NR && row0 + lane < p.N) {
+        float g = part[lane * 64u + first];
         if (paired) {
-            float u = part[(NR + tid) * 64u];
+            float u = part[(NR + lane) * 64u + first];
             precise float e = 1.0 + expExact(-g);
             float sg = divExact(g, e);
             precise float r = sg * u;
             g = r;
         }
-        y[q * p.yStride + row0 + tid] = g;
+        y[q * p.yStride + row0 + lane] = g;
     }
 }

@@ -48,8 +48,22 @@ func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating mo
 	s.Dispatch(kern, Push(uint32(experts), uint32(used), uint32(m), uint32(gating), nrm, scale), gx, gy, 1, logits, ids, wts)
 }
 
-// moeExpertRows is the rows one moe_matvec workgroup takes (the shader's NR).
+// moeExpertRows is the rows one group of moe_matvec's lanes takes (the shader's NR).
 const moeExpertRows = 4
+
+// moeLanes is the threads per row group of moe_matvec for k-element rows: the fewest of 16, 32
+// and 64 that cover the row's 32-element units (a 768-wide down product's 24 units take 32,
+// two groups to a workgroup, instead of leaving 40 of 64 threads idle).
+func moeLanes(k int) int {
+	units := k / 32
+	switch {
+	case units <= 16:
+		return 16
+	case units <= 32:
+		return 32
+	}
+	return 64
+}
 
 // MoEMatVec records the expert products of pairs (token, slot) pairs: Y[q·yStride + r] =
 // W_e[r]·X[xrow] for the n rows of k elements of expert e = ids[q], with xrow = q when
@@ -90,7 +104,7 @@ func (s *Seq) moeMatVec(t quant.Type, w, x, y, ids Binding, upOff uint64, k, n, 
 		s.fail(fmt.Errorf("moe matvec %v: %d pairs exceed the %d-workgroup grid", t, pairs, maxGroups))
 		return
 	}
-	kern := s.kernel("moe_matvec_"+suf, 4, 40)
+	kern := s.kernel("moe_matvec_"+suf, 4, 44)
 	if kern == nil {
 		return
 	}
@@ -98,8 +112,10 @@ func (s *Seq) moeMatVec(t quant.Type, w, x, y, ids Binding, upOff uint64, k, n, 
 	if xPerPair {
 		per = 1
 	}
-	gx, gy := grid1D((n + moeExpertRows - 1) / moeExpertRows)
-	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), gx, uint32(upOff)),
+	lanes := moeLanes(k)
+	rows := moeExpertRows * 64 / lanes
+	gx, gy := grid1D((n + rows - 1) / rows)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), gx, uint32(upOff), uint32(lanes)),
 		gx, gy, uint32(pairs), w, x, y, ids)
 }
 
