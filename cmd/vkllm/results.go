@@ -46,7 +46,7 @@ func runResults(ctx context.Context, args []string) error {
 	if *output != "table" {
 		records := make([]bench.Record, 0, len(runs))
 		for _, r := range runs {
-			records = append(records, recordFromRun(r))
+			records = append(records, bench.RecordOf(r))
 		}
 		return bench.Write(os.Stdout, *output, records)
 	}
@@ -83,26 +83,6 @@ func shortModel(path string) string {
 	return path
 }
 
-// recordFromRun maps a history row back to llama-bench's field names for export.
-func recordFromRun(r store.BenchRun) bench.Record {
-	rec := bench.Record{
-		BuildCommit: r.EngineCommit, CPUInfo: r.CPU, GPUInfo: r.GPUName, Backends: r.Backend, ModelFile: r.ModelFile,
-		ModelType: r.ModelType, ModelSize: r.ModelSize, ModelParams: r.ModelParams, NThreads: r.Threads,
-		NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, TestTime: time.UnixMilli(r.CreatedAtMs).UTC().Format(time.RFC3339),
-		Tool: r.Source, Placement: r.Placement, TTFTMs: float64(r.TTFTNs) / 1e6, Reps: r.Reps, Warmup: r.Warmup,
-		TypeK: "f16", TypeV: "f16",
-	}
-	rec.AvgNs, rec.StddevNs, rec.AvgTs, rec.StddevTs = r.AvgNs, r.StddevNs, r.AvgTS, r.StddevTS
-	if r.LoadNs > 0 {
-		rec.LoadMs, rec.LoadGBps = float64(r.LoadNs)/1e6, bench.LoadGBps(r.ModelSize, r.LoadNs)
-	}
-	for _, s := range r.Samples {
-		rec.SamplesNs = append(rec.SamplesNs, s.Ns)
-		rec.SamplesTs = append(rec.SamplesTs, s.TokensPerSec)
-	}
-	return rec
-}
-
 func runResultsImport(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("results import", flag.ContinueOnError)
 	if err := fs.Parse(args); err != nil {
@@ -117,30 +97,27 @@ func runResultsImport(ctx context.Context, args []string) error {
 		return fmt.Errorf("open results history: %w", err)
 	}
 	defer st.Close()
-	n, err := importResults(ctx, st, path)
+	res, err := importResults(ctx, st, path)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("imported %d llama-bench row(s) from %s\n", n, path)
+	fmt.Printf("imported %d new llama-bench row(s) from %s; %d already in the history (duplicates)\n", res.Added, path, res.Duplicates)
 	return nil
 }
 
-// importResults adds the rows of a llama-bench JSON or JSONL file to the history in one
-// transaction: a failure midway (a full disk, a kill) leaves none of them, so importing the
-// file again never doubles the rows that made it. It returns how many rows it added.
-func importResults(ctx context.Context, st *store.Store, path string) (int, error) {
+// importResults adds the rows of a llama-bench JSON or JSONL file that the history does not
+// already hold, in one transaction: a failure midway (a full disk, a kill) leaves none of them,
+// and importing the file again adds nothing (bench.ImportRuns).
+func importResults(ctx context.Context, st *store.Store, path string) (store.ImportResult, error) {
 	records, err := bench.ReadLlamaBenchFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("import %s: %w", path, err)
+		return store.ImportResult{}, fmt.Errorf("import %s: %w", path, err)
 	}
-	runs := make([]store.BenchRun, len(records))
-	for i, r := range records {
-		runs[i] = bench.StoreRun(r, bench.Target{}, store.BenchOK, "")
+	res, err := st.ImportBenchRuns(ctx, bench.ImportRuns(records))
+	if err != nil {
+		return store.ImportResult{}, fmt.Errorf("import %s: none of its %d row(s) were saved: %w", path, len(records), err)
 	}
-	if _, err := st.SaveBenchRuns(ctx, runs); err != nil {
-		return 0, fmt.Errorf("import %s: none of its %d row(s) were saved: %w", path, len(runs), err)
-	}
-	return len(runs), nil
+	return res, nil
 }
 
 // runResultsCompare prints vkllm's rows beside llama-bench's from JSON/JSONL files of either tool

@@ -62,7 +62,8 @@ func FuzzResultsImport(f *testing.F) {
 			t.Fatal(err)
 		}
 		before := len(rowsNow(t))
-		n, err := importResults(ctx, st, path)
+		res, err := importResults(ctx, st, path)
+		n := res.Added
 		after := rowsNow(t)
 		if err != nil {
 			if n != 0 || len(after) != before {

@@ -68,8 +68,13 @@ func TestResultsImportSavesTheWholeFileOrNothing(t *testing.T) {
 			}
 			out, err := captureStdout(t, func() error { return runResults(context.Background(), []string{"import", file}) })
 			if tc.failAt == "" {
-				if err != nil || !strings.Contains(out, "imported 3 llama-bench row(s)") {
+				if err != nil || !strings.Contains(out, "imported 3 new llama-bench row(s)") || !strings.Contains(out, "0 already in the history") {
 					t.Fatalf("import: %v, output %q", err, out)
+				}
+				// The same file again adds nothing and says so.
+				out, err = captureStdout(t, func() error { return runResults(context.Background(), []string{"import", file}) })
+				if err != nil || !strings.Contains(out, "imported 0 new llama-bench row(s)") || !strings.Contains(out, "3 already in the history (duplicates)") {
+					t.Fatalf("second import: %v, output %q", err, out)
 				}
 			} else {
 				if err == nil {

@@ -192,6 +192,43 @@ func StoreRun(r Record, t Target, status, errText string) store.BenchRun {
 	return run
 }
 
+// ImportRuns turns the records of an imported file into history rows, marked as their tool's
+// (StoreRun with no target). Rows of one invocation share a run key: the same tool, build,
+// machine, GPU, model and threads make one run, so "N runs" counts a file of pp512 and tg128 as
+// one run, as llama-bench ran it.
+func ImportRuns(records []Record) []store.BenchRun {
+	runs := make([]store.BenchRun, len(records))
+	for i, r := range records {
+		runs[i] = StoreRun(r, Target{}, store.BenchOK, "")
+		h := sha256.Sum256([]byte(strings.Join([]string{r.Tool, r.BuildCommit, r.CPUInfo, r.GPUInfo, r.Backends,
+			r.ModelFile, r.ModelType, fmt.Sprint(r.NThreads)}, "\x00")))
+		runs[i].RunKey = "import:" + hex.EncodeToString(h[:8])
+	}
+	return runs
+}
+
+// RecordOf maps a history row back to llama-bench's field names, for export: the inverse of
+// StoreRun for the fields llama-bench's JSON has, so an exported file imports again as the same
+// rows (and is recognised as duplicates of them).
+func RecordOf(r store.BenchRun) Record {
+	rec := Record{
+		BuildCommit: r.EngineCommit, CPUInfo: r.CPU, GPUInfo: r.GPUName, Backends: r.Backend, ModelFile: r.ModelFile,
+		ModelType: r.ModelType, ModelSize: r.ModelSize, ModelParams: r.ModelParams, NThreads: r.Threads,
+		NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, TestTime: time.UnixMilli(r.CreatedAtMs).UTC().Format(time.RFC3339),
+		Tool: r.Source, Placement: r.Placement, TTFTMs: float64(r.TTFTNs) / 1e6, Reps: r.Reps, Warmup: r.Warmup,
+		TypeK: "f16", TypeV: "f16", NBatch: 512, NUBatch: 512,
+	}
+	rec.AvgNs, rec.StddevNs, rec.AvgTs, rec.StddevTs = r.AvgNs, r.StddevNs, r.AvgTS, r.StddevTS
+	if r.LoadNs > 0 {
+		rec.LoadMs, rec.LoadGBps = float64(r.LoadNs)/1e6, LoadGBps(r.ModelSize, r.LoadNs)
+	}
+	for _, s := range r.Samples {
+		rec.SamplesNs = append(rec.SamplesNs, s.Ns)
+		rec.SamplesTs = append(rec.SamplesTs, s.TokensPerSec)
+	}
+	return rec
+}
+
 // RunStatus is the history status of a run that ended with err: ok, cancelled (the context ended
 // or the user stopped it) or failed.
 func RunStatus(err error) string {

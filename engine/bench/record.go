@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -89,8 +90,8 @@ func (r Record) TestName() string {
 	return name
 }
 
-// ParseLlamaBench reads llama-bench output in its JSON (one array) or JSONL (one object a line)
-// form. Records come back with Tool "llama-bench" unless they say otherwise.
+// ParseLlamaBench reads llama-bench output in its JSON (one array), JSONL (one object a line) or
+// CSV (a header of its column names, build_commit first) form. Records come back with Tool "llama-bench" unless they say otherwise.
 func ParseLlamaBench(r io.Reader) ([]Record, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -101,7 +102,11 @@ func ParseLlamaBench(r io.Reader) ([]Record, error) {
 		return nil, fmt.Errorf("read llama-bench output: empty input (expected the JSON of `llama-bench -o json` or `-o jsonl`)")
 	}
 	var records []Record
-	if trimmed[0] == '[' {
+	if bytes.HasPrefix(trimmed, []byte("build_commit,")) {
+		if records, err = parseCSV(trimmed); err != nil {
+			return nil, err
+		}
+	} else if trimmed[0] == '[' {
 		if err := json.Unmarshal(trimmed, &records); err != nil {
 			return nil, fmt.Errorf("parse llama-bench JSON array: %w", err)
 		}
@@ -132,6 +137,49 @@ func ParseLlamaBench(r io.Reader) ([]Record, error) {
 		if records[i].NPrompt == 0 && records[i].NGen == 0 {
 			return nil, fmt.Errorf("llama-bench record %d has neither n_prompt nor n_gen: not llama-bench output", i)
 		}
+	}
+	return records, nil
+}
+
+// csvText are the llama-bench CSV columns that hold text; every other known column is a number.
+var csvText = map[string]bool{"build_commit": true, "cpu_info": true, "gpu_info": true, "backends": true,
+	"model_filename": true, "model_type": true, "type_k": true, "type_v": true, "test_time": true, "tool": true,
+	"placement": true}
+
+// parseCSV reads `llama-bench -o csv` (and `vkllm results -o csv`): each row becomes the JSON
+// object of its columns, so the CSV and JSON forms share one decoder. Columns Record does not
+// know are ignored, as in the JSON form.
+func parseCSV(data []byte) ([]Record, error) {
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("parse llama-bench CSV: %w", err)
+	}
+	header := rows[0]
+	var records []Record
+	for li, row := range rows[1:] {
+		obj := map[string]any{}
+		for i, col := range header {
+			if i >= len(row) {
+				break
+			}
+			v := row[i]
+			if csvText[col] {
+				obj[col] = v
+			} else if n, err := strconv.ParseFloat(v, 64); err == nil {
+				obj[col] = n
+			} else if v != "" {
+				obj[col] = v
+			}
+		}
+		if fa, ok := obj["flash_attn"].(float64); ok {
+			obj["flash_attn"] = int(fa)
+		}
+		js, _ := json.Marshal(obj) // a map of strings and numbers always marshals
+		var rec Record
+		if err := json.Unmarshal(js, &rec); err != nil {
+			return nil, fmt.Errorf("parse llama-bench CSV line %d: %w", li+2, err)
+		}
+		records = append(records, rec)
 	}
 	return records, nil
 }
