@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,7 +21,13 @@ type BenchSettings struct {
 	NPrompt int `json:"nPrompt"`
 	NGen    int `json:"nGen"`
 	Reps    int `json:"reps"`
+	// Preset "localscore" runs LocalScore's nine shapes (bench.LocalScoreShapes) as one run,
+	// each as its pp and tg test, with Reps repetitions; NPrompt and NGen are then ignored.
+	Preset string `json:"preset,omitempty"`
 }
+
+// PresetLocalScore is the BenchSettings.Preset of LocalScore's test plan.
+const PresetLocalScore = "localscore"
 
 // Bench settings limits: what one click may ask of the engine.
 const (
@@ -30,8 +38,41 @@ const (
 // DefaultBenchSettings is llama-bench's default run: pp512 and tg128, five repetitions each.
 var DefaultBenchSettings = BenchSettings{NPrompt: 512, NGen: 128, Reps: 5}
 
+// plans is the engine runs one click makes: the settings themselves, or for the LocalScore preset
+// one run of each of its shapes.
+func (b BenchSettings) plans() []BenchSettings {
+	if b.Preset != PresetLocalScore {
+		return []BenchSettings{b}
+	}
+	plans := make([]BenchSettings, len(bench.LocalScoreShapes))
+	for i, shape := range bench.LocalScoreShapes {
+		plans[i] = BenchSettings{NPrompt: shape.NPrompt, NGen: shape.NGen, Reps: b.Reps}
+	}
+	return plans
+}
+
+// steps is how many progress steps a plan takes: a warm-up and the repetitions per test.
+func (b BenchSettings) steps() int {
+	tests := 0
+	if b.NPrompt > 0 {
+		tests++
+	}
+	if b.NGen > 0 {
+		tests++
+	}
+	return tests * (1 + b.Reps)
+}
+
 // normalize applies the defaults and checks the limits.
 func (b BenchSettings) normalize() (BenchSettings, error) {
+	switch b.Preset {
+	case "", PresetLocalScore:
+	default:
+		return b, fmt.Errorf("benchmark: unknown preset %q; choose %q or none", b.Preset, PresetLocalScore)
+	}
+	if b.Preset == PresetLocalScore {
+		b.NPrompt, b.NGen = 1, 1 // the shapes replace them; keep the checks below quiet
+	}
 	if b.NPrompt == 0 {
 		b.NPrompt = DefaultBenchSettings.NPrompt
 	}
@@ -73,6 +114,8 @@ type BenchStore interface {
 	// SaveBenchRuns saves the rows of one run or one import in one transaction: all or none.
 	SaveBenchRuns(ctx context.Context, runs []store.BenchRun) ([]int64, error)
 	ListBenchRuns(ctx context.Context, f store.BenchFilter) ([]store.BenchRun, error)
+	// ImportBenchRuns saves the rows the history does not already hold, in one transaction.
+	ImportBenchRuns(ctx context.Context, runs []store.BenchRun) (store.ImportResult, error)
 }
 
 // Kinds of bench:event.
@@ -118,6 +161,18 @@ type BenchRow struct {
 	StddevTS    float64 `json:"stddevTs"`
 	TTFTMs      float64 `json:"ttftMs"`
 	Placement   string  `json:"placement"`
+	RunKey      string  `json:"runKey"` // the run the row belongs to (one click, one import invocation)
+	CPU         string  `json:"cpu"`
+	Quant       string  `json:"quant"` // the model's quantization: the file's own word, or model_type's last one
+	NPrompt     int     `json:"nPrompt"`
+	NGen        int     `json:"nGen"`
+	NDepth      int     `json:"nDepth"`
+	Commit      string  `json:"commit"`
+	// Samples are the repetitions' t/s.
+	Samples []float64 `json:"samples"`
+	// Noisy flags a spread over 5% of the mean; NoisyReason says so in a sentence.
+	Noisy       bool   `json:"noisy"`
+	NoisyReason string `json:"noisyReason,omitempty"`
 	// The previous ok run of the same model and test on the same GPU, when there is one.
 	PrevID     int64    `json:"prevId,omitempty"`
 	PrevSource string   `json:"prevSource,omitempty"`
@@ -129,7 +184,20 @@ type BenchRow struct {
 type BenchGroup struct {
 	Key   string     `json:"key"`
 	Label string     `json:"label"`
+	Kind  string     `json:"kind"` // gpu | cpu
 	Rows  []BenchRow `json:"rows"`
+	Runs  int        `json:"runs"` // runs, not rows: the rows of one click or one invocation are one run
+	// Scores are the LocalScores of the group's runs that measured LocalScore's shapes, newest
+	// first.
+	Scores []RunScore `json:"scores"`
+}
+
+// RunScore is one run's LocalScore.
+type RunScore struct {
+	RunKey      string `json:"runKey"`
+	Model       string `json:"model"`
+	CreatedAtMs int64  `json:"createdAtMs"`
+	bench.LocalScoreSummary
 }
 
 // BenchFilter narrows History: GPU matches a GPU name substring or key, Model a model file
@@ -191,17 +259,53 @@ func (s *BenchService) Run(settings BenchSettings) ([]BenchRow, error) {
 		cancel()
 	}()
 
-	started := time.Now()
-	out, runErr := s.engine.Bench(ctx, settings, func(p bench.Progress) {
-		s.emit.Emit(EventBench, BenchEvent{Kind: BenchProgress, Test: p.Test, Phase: string(p.Phase), Rep: p.Rep, Reps: p.Reps,
-			Step: p.Step, Steps: p.Steps, TokensPerSec: p.TokensPS, AtMs: nowMs()})
-	})
+	plans := settings.plans()
+	total := 0
+	for _, p := range plans {
+		total += p.steps()
+	}
+	runKey := store.NewRunKey()
+	var runs []store.BenchRun
+	var runErr error
+	done := 0
+	for _, plan := range plans {
+		started := time.Now()
+		var out BenchOutcome
+		out, runErr = s.engine.Bench(ctx, plan, func(p bench.Progress) {
+			step, steps := p.Step, p.Steps
+			if len(plans) > 1 {
+				step, steps = done+p.Step, total
+			}
+			s.emit.Emit(EventBench, BenchEvent{Kind: BenchProgress, Test: p.Test, Phase: string(p.Phase), Rep: p.Rep, Reps: p.Reps,
+				Step: step, Steps: steps, TokensPerSec: p.TokensPS, AtMs: nowMs()})
+		})
+		runErr = s.noteCancel(runErr)
+		runs = append(runs, s.historyRuns(out, plan, runErr, started)...)
+		done += plan.steps()
+		if runErr != nil {
+			break
+		}
+	}
+	for i := range runs {
+		runs[i].RunKey = runKey
+	}
+	return s.save(runs, runErr)
+}
+
+// noteCancel marks an engine error as a cancellation when the user pressed Cancel.
+func (s *BenchService) noteCancel(runErr error) error {
 	s.mu.Lock()
 	userCancelled := s.cancelled
 	s.mu.Unlock()
 	if runErr != nil && userCancelled && !errors.Is(runErr, context.Canceled) {
 		runErr = fmt.Errorf("%w: %w", runErr, context.Canceled)
 	}
+	return runErr
+}
+
+// historyRuns is the rows one engine run leaves: its finished tests and the one that did not
+// finish.
+func (s *BenchService) historyRuns(out BenchOutcome, settings BenchSettings, runErr error, started time.Time) []store.BenchRun {
 	// Without the engine's target (it failed before describing the run) the row still says
 	// where and with which build it was tried: the engine runs on this machine.
 	target := bench.Target{Machine: store.LocalMachine(), EngineVersion: bench.BuildVersion(), EngineCommit: bench.BuildCommit()}
@@ -209,10 +313,14 @@ func (s *BenchService) Run(settings BenchSettings) ([]BenchRow, error) {
 		target = *out.Target
 	}
 	cfg := bench.Config{NPrompt: settings.NPrompt, NGen: settings.NGen, Reps: settings.Reps}
-	// The run's rows are saved in one transaction: a failure midway leaves none of them.
+	return bench.HistoryRuns(out.Records, target, cfg, runErr, started)
+}
+
+// save stores a click's rows in one transaction (a failure midway leaves none of them) and
+// announces how the run ended.
+func (s *BenchService) save(runs []store.BenchRun, runErr error) ([]BenchRow, error) {
 	var rows []BenchRow
 	var saveErr error
-	runs := bench.HistoryRuns(out.Records, target, cfg, runErr, started)
 	if ids, err := s.store.SaveBenchRuns(context.WithoutCancel(s.ctx), runs); err != nil {
 		saveErr = fmt.Errorf("none of the %d result(s) were saved: %w", len(runs), err)
 	} else {
@@ -269,36 +377,100 @@ func (s *BenchService) History(filter BenchFilter) ([]BenchGroup, error) {
 	return groupRuns(runs), nil
 }
 
-// Import adds the rows of a llama-bench JSON or JSONL file to the history, marked as
-// llama-bench's, and returns how many it added.
-func (s *BenchService) Import(path string) (int, error) {
+// Import adds the rows of a llama-bench JSON, JSONL or CSV file (or of our own export) that the
+// history does not already hold, marked as their tool's, and says how many were new and how
+// many duplicates: importing the same file twice adds nothing the second time.
+func (s *BenchService) Import(path string) (store.ImportResult, error) {
 	path = strings.TrimSpace(path)
 	if path == "" {
-		return 0, errors.New("import: no path given; enter the path of a `llama-bench -o json` or `-o jsonl` file")
+		return store.ImportResult{}, errors.New("import: no path given; enter the path of a `llama-bench -o json` or `-o jsonl` file")
+	}
+	if strings.HasPrefix(path, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			path = filepath.Join(home, path[2:])
+		}
 	}
 	records, err := bench.ReadLlamaBenchFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("import %s: %w", path, err)
+		return store.ImportResult{}, fmt.Errorf("import %s: %w", path, err)
 	}
-	// One transaction for the whole file: a failure midway leaves none of its rows, so importing
-	// the file again never doubles the ones that made it.
-	runs := make([]store.BenchRun, len(records))
-	for i, r := range records {
-		runs[i] = bench.StoreRun(r, bench.Target{}, store.BenchOK, "")
+	// One transaction for the whole file: a failure midway leaves none of its rows.
+	res, err := s.store.ImportBenchRuns(s.ctx, bench.ImportRuns(records))
+	if err != nil {
+		return store.ImportResult{}, fmt.Errorf("import %s: none of its %d row(s) were saved: %w", path, len(records), err)
 	}
-	if _, err := s.store.SaveBenchRuns(s.ctx, runs); err != nil {
-		return 0, fmt.Errorf("import %s: none of its %d row(s) were saved: %w", path, len(runs), err)
+	return res, nil
+}
+
+// ExportRequest names the rows to export and the form: llama-bench's csv, json, jsonl or md.
+type ExportRequest struct {
+	Format string  `json:"format"`
+	IDs    []int64 `json:"ids"` // empty = every row
+}
+
+// Export renders the chosen rows (oldest first, as llama-bench prints its tests) in one of
+// llama-bench's output forms; the JSON, JSONL and CSV forms import again as the same rows.
+func (s *BenchService) Export(req ExportRequest) (string, error) {
+	switch req.Format {
+	case "csv", "json", "jsonl", "md":
+	default:
+		return "", fmt.Errorf("export: unknown format %q; choose csv, json, jsonl or md", req.Format)
 	}
-	return len(runs), nil
+	runs, err := s.store.ListBenchRuns(s.ctx, store.BenchFilter{})
+	if err != nil {
+		return "", fmt.Errorf("export benchmark history: %w", err)
+	}
+	want := map[int64]bool{}
+	for _, id := range req.IDs {
+		want[id] = true
+	}
+	var records []bench.Record
+	for i := len(runs) - 1; i >= 0; i-- {
+		if len(want) == 0 || want[runs[i].ID] {
+			records = append(records, bench.RecordOf(runs[i]))
+		}
+	}
+	var b strings.Builder
+	if err := bench.Write(&b, req.Format, records); err != nil {
+		return "", fmt.Errorf("export: %w", err)
+	}
+	return b.String(), nil
 }
 
 func benchRow(r store.BenchRun) BenchRow {
+	samples := make([]float64, len(r.Samples))
+	for i, smp := range r.Samples {
+		samples[i] = smp.TokensPerSec
+	}
+	var noisy bool
+	var why string
+	if r.Status == store.BenchOK {
+		noisy, why = bench.Noisy(r.AvgTS, r.StddevTS)
+	}
 	return BenchRow{
 		ID: r.ID, CreatedAtMs: r.CreatedAtMs, Source: r.Source, Status: r.Status, Error: r.Error,
 		GPUKey: r.GPUKey, GPUName: r.GPUName, Backend: r.Backend, Model: modelName(r.ModelFile), ModelFile: r.ModelFile,
 		ModelType: r.ModelType, Test: r.Test, Reps: r.Reps, AvgTS: r.AvgTS, StddevTS: r.StddevTS,
 		TTFTMs: float64(r.TTFTNs) / 1e6, Placement: r.Placement,
+		RunKey: r.RunKey, CPU: r.CPU, Quant: quantOf(r), NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, Commit: r.EngineCommit,
+		Samples: samples, Noisy: noisy, NoisyReason: why,
 	}
+}
+
+// quantOf is the row's quantization: the model's own (our runs), else the last word of
+// llama-bench's model_type ("llama 8B Q4_K - Medium" gives "Q4_K").
+func quantOf(r store.BenchRun) string {
+	if r.ModelQuant != "" {
+		return r.ModelQuant
+	}
+	t := strings.TrimSpace(r.ModelType)
+	if i := strings.Index(t, " - "); i >= 0 {
+		t = t[:i]
+	}
+	if f := strings.Fields(t); len(f) > 0 {
+		return f[len(f)-1]
+	}
+	return ""
 }
 
 // modelName is the file's base name: "/m/llama-7b.gguf" and "embedded:stories260K.gguf" give
@@ -313,15 +485,15 @@ func modelName(file string) string {
 
 // groupKey puts a run under its GPU by name, so a peer's llama-bench rows (which name the GPU but
 // carry no device key) sit beside ours; runs without a GPU group by CPU.
-func groupKey(r store.BenchRun) (key, label string) {
+func groupKey(r store.BenchRun) (key, label, kind string) {
 	if name := strings.TrimSpace(r.GPUName); name != "" {
-		return "gpu:" + strings.ToLower(name), name
+		return "gpu:" + strings.ToLower(name), name, "gpu"
 	}
 	cpu := strings.TrimSpace(r.CPU)
 	if cpu == "" {
 		cpu = "unknown CPU"
 	}
-	return "cpu:" + strings.ToLower(cpu), "CPU · " + cpu
+	return "cpu:" + strings.ToLower(cpu), "CPU · " + cpu, "cpu"
 }
 
 // groupRuns groups runs (newest first, as the store lists them) per GPU and computes each ok
@@ -330,12 +502,12 @@ func groupRuns(runs []store.BenchRun) []BenchGroup {
 	groups := []BenchGroup{}
 	index := map[string]int{}
 	for _, r := range runs {
-		key, label := groupKey(r)
+		key, label, kind := groupKey(r)
 		i, ok := index[key]
 		if !ok {
 			i = len(groups)
 			index[key] = i
-			groups = append(groups, BenchGroup{Key: key, Label: label})
+			groups = append(groups, BenchGroup{Key: key, Label: label, Kind: kind, Scores: []RunScore{}})
 		}
 		groups[i].Rows = append(groups[i].Rows, benchRow(r))
 	}
@@ -361,6 +533,39 @@ func groupRuns(runs []store.BenchRun) []BenchGroup {
 			}
 			last[k] = i
 		}
+		groups[gi].Runs, groups[gi].Scores = runsAndScores(rows)
 	}
 	return groups
+}
+
+// runsAndScores counts a group's runs (rows saved before run keys existed count one each) and
+// scores those that measured LocalScore's shapes, newest first as rows are.
+func runsAndScores(rows []BenchRow) (int, []RunScore) {
+	runs := map[string][]bench.Record{}
+	var order []string
+	first := map[string]BenchRow{}
+	for _, r := range rows {
+		key := r.RunKey
+		if key == "" {
+			key = fmt.Sprintf("row:%d", r.ID)
+		}
+		if _, ok := runs[key]; !ok {
+			order = append(order, key)
+			first[key] = r
+			runs[key] = nil
+		}
+		if r.Status == store.BenchOK {
+			rec := bench.Record{NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, TTFTMs: r.TTFTMs}
+			rec.AvgTs = r.AvgTS
+			runs[key] = append(runs[key], rec)
+		}
+	}
+	scores := []RunScore{}
+	for _, key := range order {
+		if sum := bench.ScoreLocal(runs[key]); sum.Shapes > 0 {
+			r := first[key]
+			scores = append(scores, RunScore{RunKey: key, Model: r.Model, CreatedAtMs: r.CreatedAtMs, LocalScoreSummary: sum})
+		}
+	}
+	return len(order), scores
 }

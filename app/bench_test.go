@@ -221,8 +221,8 @@ func TestBenchSettingsDefaultAndLimits(t *testing.T) {
 		want BenchSettings
 		ok   bool
 	}{
-		{BenchSettings{}, BenchSettings{512, 128, 5}, true},
-		{BenchSettings{NPrompt: 32, NGen: -1, Reps: 2}, BenchSettings{32, 0, 2}, true},
+		{BenchSettings{}, BenchSettings{512, 128, 5, ""}, true},
+		{BenchSettings{NPrompt: 32, NGen: -1, Reps: 2}, BenchSettings{32, 0, 2, ""}, true},
 		{BenchSettings{NPrompt: -1, NGen: -1}, BenchSettings{}, false},
 		{BenchSettings{Reps: 101}, BenchSettings{}, false},
 		{BenchSettings{NPrompt: 1 << 20}, BenchSettings{}, false},
@@ -297,9 +297,9 @@ func TestBenchImportAddsLlamaBenchRowsBesideOurs(t *testing.T) {
 	if err := os.WriteFile(jsonl, []byte(line+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n, err := svc.Import(jsonl)
-	if err != nil || n != 1 {
-		t.Fatalf("Import: %d, %v", n, err)
+	res, err := svc.Import(jsonl)
+	if err != nil || res.Added != 1 || res.Duplicates != 0 {
+		t.Fatalf("Import: %+v, %v", res, err)
 	}
 	groups, err := svc.History(BenchFilter{GPU: "fake"})
 	if err != nil || len(groups) != 1 || len(groups[0].Rows) != 3 {
@@ -323,8 +323,8 @@ func TestBenchImportAddsLlamaBenchRowsBesideOurs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"", filepath.Join(dir, "missing.json"), bad} {
-		if n, err := svc.Import(path); err == nil || n != 0 {
-			t.Errorf("Import(%q) = %d, %v; want a clear error", path, n, err)
+		if res, err := svc.Import(path); err == nil || res.Added != 0 {
+			t.Errorf("Import(%q) = %+v, %v; want a clear error", path, res, err)
 		} else if path != "" && !strings.Contains(err.Error(), path) {
 			t.Errorf("Import(%q) error %q does not name the file", path, err)
 		}

@@ -111,7 +111,8 @@ func TestBenchImportIsSavedWholeOrNotAtAll(t *testing.T) {
 				failBenchInserts(t, st, tc.failWhen, injectedCause)
 			}
 			svc := NewBenchService(context.Background(), &fakeBenchEngine{}, st, &recorder{})
-			n, err := svc.Import(path)
+			res, err := svc.Import(path)
+			n := res.Added
 			if got := savedBenchRows(t, st); got != tc.wantRows || n != tc.wantRows {
 				t.Fatalf("Import = %d, %v; %d rows in the history, want %d (all or none)", n, err, got, tc.wantRows)
 			}
