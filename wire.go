@@ -66,7 +66,7 @@ func startServices(ctx context.Context, model string, em app.Emitter) (services,
 			slog.Warn("close the store", "err", err)
 		}
 	}
-	eng := optionsEngine{sidecarEngine{sup}, st}
+	eng := optionsEngine{sidecarEngine{sup}, st, app.NewPlacementExplainer(sidecarEngine{sup}.Plan)}
 	startWithDefaultsIfRefused(ctx, eng, startLoad)
 	svc := newServices(ctx, eng, sa, sa, st, em)
 	svc.LoadOptions = app.NewLoadOptionsService(ctx, eng, eng, st, em)

@@ -15,7 +15,8 @@ import (
 // model it reports says a CPU the options chose as the reason it runs there.
 type optionsEngine struct {
 	sidecarEngine
-	opts app.LoadOptionsStore
+	opts  app.LoadOptionsStore
+	place *app.PlacementExplainer // says in the app's words why a model runs on the CPU
 }
 
 func (e optionsEngine) LoadModel(ctx context.Context, path string) (engine.ModelInfo, error) {
@@ -24,7 +25,7 @@ func (e optionsEngine) LoadModel(ctx context.Context, path string) (engine.Model
 		return info, err
 	}
 	o, _ := app.StoredLoadOptions(ctx, e.opts, info.Path)
-	return app.ExplainPlacement(info, o), nil
+	return e.place.Explain(ctx, info, o), nil
 }
 
 func (e optionsEngine) Model(ctx context.Context) (engine.ModelInfo, error) {
@@ -33,7 +34,7 @@ func (e optionsEngine) Model(ctx context.Context) (engine.ModelInfo, error) {
 		return info, err
 	}
 	o, _ := app.StoredLoadOptions(ctx, e.opts, info.Path)
-	return app.ExplainPlacement(info, o), nil
+	return e.place.Explain(ctx, info, o), nil
 }
 
 // LoadModelWith makes the engine an app.OptionsLoader.

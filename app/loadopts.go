@@ -124,18 +124,6 @@ func StoredEngineLoad(ctx context.Context, st LoadOptionsStore, path string) Eng
 	return l
 }
 
-// CPUChosenReason is the header's sentence for a model the load options put on the CPU.
-const CPUChosenReason = "On the CPU: chosen in the load options (Device: CPU)."
-
-// ExplainPlacement keeps the header's "why on the CPU" true under the load options: the engine
-// says "forced by --cpu" for any CPU-only load, and in the app that choice is the Device option.
-func ExplainPlacement(info engine.ModelInfo, o LoadOptions) engine.ModelInfo {
-	if info.Backend == "cpu" && o.normalized().Device == DeviceCPU {
-		info.CPUReason = CPUChosenReason
-	}
-	return info
-}
-
 // DeviceChoice is one entry of the load options' device list.
 type DeviceChoice struct {
 	Value string `json:"value"` // a LoadOptions.Device
@@ -169,11 +157,12 @@ type LoadOptionsService struct {
 	loader OptionsLoader
 	store  LoadOptionsStore
 	emit   Emitter
+	place  *PlacementExplainer
 }
 
 // NewLoadOptionsService returns the load options service.
 func NewLoadOptionsService(ctx context.Context, eng Engine, loader OptionsLoader, st LoadOptionsStore, em Emitter) *LoadOptionsService {
-	return &LoadOptionsService{ctx: ctx, engine: eng, loader: loader, store: st, emit: em}
+	return &LoadOptionsService{ctx: ctx, engine: eng, loader: loader, store: st, emit: em, place: NewPlacementExplainer(eng.Plan)}
 }
 
 // Current returns the loaded model's load options, their bounds for opts' device (nil = the
@@ -194,7 +183,7 @@ func (s *LoadOptionsService) state(device *string) (LoadState, error) {
 		return LoadState{}, fmt.Errorf("ask the engine for its model: %w", err)
 	}
 	o, saved := StoredLoadOptions(s.ctx, s.store, info.Path)
-	st := LoadState{Model: ExplainPlacement(info, o), Options: o, Saved: saved, TrainedContext: info.ContextLength, KVTypes: engine.KVTypes()}
+	st := LoadState{Model: s.place.Explain(s.ctx, info, o), Options: o, Saved: saved, TrainedContext: info.ContextLength, KVTypes: engine.KVTypes()}
 	st.Devices, st.PlanDevice = s.devices()
 	dev := o.Device
 	if device != nil {
@@ -307,7 +296,7 @@ func (s *LoadOptionsService) Apply(opts LoadOptions) (LoadState, error) {
 			// The sidecar's error says that nothing is loaded now, and what to do.
 			return st, fmt.Errorf("reload %s with these options: %w", st.Model.Name, err)
 		}
-		serving = ExplainPlacement(serving, st.Options)
+		serving = s.place.Explain(s.ctx, serving, st.Options)
 		s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &serving, AtMs: nowMs()})
 		if strings.Contains(err.Error(), "keeps serving") {
 			return st, fmt.Errorf("reload %s with these options: %w", st.Model.Name, err)
@@ -318,7 +307,7 @@ func (s *LoadOptionsService) Apply(opts LoadOptions) (LoadState, error) {
 	if err := s.store.SetLoadOptions(s.ctx, path, string(raw)); err != nil {
 		slog.Warn("save the model's load options", "path", path, "err", err)
 	}
-	info = ExplainPlacement(info, opts)
+	info = s.place.Explain(s.ctx, info, opts)
 	s.emit.Emit(EventEngine, EngineEvent{Kind: "model", Model: &info, AtMs: nowMs()})
 	return s.state(nil)
 }

@@ -33,7 +33,7 @@ func NewModelService(ctx context.Context, eng Engine, em Emitter) *ModelService 
 func (s *ModelService) Current() (engine.ModelInfo, error) {
 	info, err := s.engine.Model(s.ctx)
 	if err != nil {
-		return engine.ModelInfo{}, fmt.Errorf("ask the engine for its model: %w", err)
+		return engine.ModelInfo{}, noModelError(err)
 	}
 	return info, nil
 }

@@ -81,14 +81,39 @@ test("a reply streams from the GPU", async () => {
   assert.equal((await page.locator("#model-placement").innerText()).trim(), "resident");
 });
 
-test("with a pin no model fits the header says the plan declined, quoting its verdict", async () => {
+test("with a pin no model fits the header says why in words: the plan's numbers and the remedy", async () => {
   await stopApp(server);
   server = await startApp(dataDir, placementEnv(1));
   await page.goto(server.url);
   await page.locator("#model-placement", { hasText: "cpu" }).waitFor();
   const reason = (await page.locator("#cpu-reason").innerText()).trim();
-  assert.match(reason, /^On the CPU: declined by the plan, "resident driver declined - needs \d+ MB of 1 MB/);
-  assert.doesNotMatch(reason, /gpu backend declined|no GPU backend/, "the reason is an internal chain or the unlinked backend");
+  // The engine's own sentence quotes the plan's line with VKLLM_GPU_VRAM_MB as the remedy; the
+  // app says the numbers in words and the remedy as the app has it.
+  assert.match(
+    reason,
+    /^On the CPU: at a context of \d+ tokens the model needs \d+ MB on .+ \(weights \d+ MB, KV cache \d+ MB, scratch \d+ MB\), but the VRAM limit the app was started with allows 1 MB\. Start the app without that limit/,
+  );
+  assert.doesNotMatch(reason, /VKLLM_/, "the header names an environment variable");
+  assert.doesNotMatch(reason, /--|vkllm pin|resident driver|gpu backend declined|no GPU support/, "the header quotes the CLI or an internal chain");
   await page.locator("#tab-model").click();
-  await page.locator(".facts dd", { hasText: "declined by the plan" }).waitFor();
+  const why = page.locator(".facts dd", { hasText: "the model needs" });
+  await why.waitFor();
+  assert.doesNotMatch(await why.innerText(), /VKLLM_/, "the Model tab's reason names an environment variable");
+});
+
+test("after Unload the header says no model is loaded, in words, and offers to open one", async () => {
+  await page.locator("#model-unload").click();
+  const none = page.locator("#model-none");
+  await none.waitFor();
+  assert.equal((await none.innerText()).replace(/\s+/g, " ").trim(), "No model loaded — open one in the Model tab.");
+  assert.doesNotMatch(await page.locator("#model-badge").innerText(), /engine not ready|VKLLM_|:/);
+  await page.locator("#tab-chat").click();
+  await page.locator("#model-none-open").click();
+  await page.locator("#model-embedded").waitFor(); // the button opened the Model tab
+  // After a reload of the page the app itself says it (ModelService.Current's error).
+  await page.reload();
+  await page.locator("#model-none", { hasText: "No model loaded — open one in the Model tab." }).waitFor();
+  await page.locator("#tab-model").click();
+  await page.locator("#model-embedded").click();
+  await page.locator("#model-placement").waitFor();
 });

@@ -5,7 +5,7 @@ import { notice } from "./notice.svelte";
 
 class ModelState {
   info = $state<ModelInfo | null>(null);
-  error = $state(""); // why there is no model info (the engine is not ready)
+  error = $state(""); // why there is no model info, one sentence from the app (the engine is starting, none loaded)
   unloaded = $state(false); // the user unloaded the model: none is loaded, on purpose
 
   async load() {
@@ -44,7 +44,7 @@ class ModelState {
     await api.call<void>("ModelService", "Unload");
     this.info = null;
     this.unloaded = true;
-    this.error = "no model loaded: open one in the Model tab";
+    this.error = "";
   }
 }
 
@@ -60,7 +60,7 @@ api.on("engine:event", (ev: EngineEvent) => {
   if (ev.kind === "unloaded") {
     model.info = null;
     model.unloaded = true;
-    model.error = "no model loaded: open one in the Model tab";
+    model.error = "";
   }
   if (ev.kind === "started" || ev.kind === "restarted") void model.load();
 });
