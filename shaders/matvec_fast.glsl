@@ -34,6 +34,10 @@ layout(push_constant) uniform P {
 #define NR_ROWS 4u // the .comp may set 2 (see fastMatvecRows)
 #endif
 const uint NR = NR_ROWS; // rows per subgroup pass
+#ifndef UNITS_PER_PASS
+#define UNITS_PER_PASS 1u // the matvec_fast2_ kernels take 2 (Context.matvecUnits)
+#endif
+const uint UPP = UNITS_PER_PASS; // units a lane takes per loop pass
 
 #if defined(T_Q4_0) || defined(T_Q8_0)
 // units are 32-element blocks; x of block u is x4[8u..8u+7]. The lane rounds its block of x
@@ -158,7 +162,12 @@ void main() {
         if (row0 >= p.N) break;
         float acc[NR];
         [[unroll]] for (uint i = 0u; i < NR; i++) acc[i] = 0.0;
-        for (uint u = uFirst; u < units; u += uStep) {
+        for (uint u0 = uFirst; u0 < units; u0 += UPP * uStep) {
+          [[unroll]] for (uint j = 0u; j < UPP; j++) {
+            // UPP units a pass: a unit past the row's end re-reads the last and counts 0 (no
+            // branch, so the compiler can issue every unit's loads before the first product)
+            uint u = min(u0 + j * uStep, units - 1u);
+            float live = u0 + j * uStep < units ? 1.0 : 0.0;
             vec4 xv[XV];
             float sx = 0.0;
             [[unroll]] for (uint i = 0u; i < XV; i++) xv[i] = x4[u * XV + i];
@@ -174,10 +183,12 @@ void main() {
             [[unroll]] for (uint i = 0u; i < XV; i++) xv[i] = roundEven(xv[i] * inv);
 #endif
             [[unroll]] for (uint i = 0u; i < XV; i++) sx += (xv[i].x + xv[i].y) + (xv[i].z + xv[i].w);
+            dx *= live;
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 uint r = min(row0 + i, p.N - 1u); // a past-the-end row re-reads the last (never written)
                 acc[i] += dx * unitDot(r * rowBytes, u, xv, sx);
             }
+          }
         }
         if (share) { // uniform across the workgroup
             [[unroll]] for (uint i = 0u; i < NR; i++) {

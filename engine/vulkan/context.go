@@ -35,7 +35,7 @@ type Context struct {
 	lanes            int    // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)
 	exact            bool   // the exact tier: llama.cpp's CPU order bit for bit (fast.go)
 	exactWhy         string // why the exact tier serves, for the roster
-	matvecVariant    int    // index into matvecVariants of the fast tier's decode product (0; benchmarks try others)
+	matvecUnits      int    // units a lane of matvec_fast takes per pass: 1, or 2 for the types with a matvec_fast2_ kernel (fast.go)
 	matvecShareBelow int    // grids of fewer workgroups share rows among subgroups in matvec_fast (fast.go)
 	fusedDecode      bool   // the decode step takes matvec_dec (fast.go): int8 dot products with the norm, rounding and SwiGLU fused
 

@@ -1,6 +1,7 @@
 package vulkan
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -27,11 +28,19 @@ func BenchmarkDecodeMatvec(b *testing.B) {
 		wq := make([]byte, rowBytes*n)
 		rng.Read(wq)
 		wb := benchBuffer(b, c, wq)
-		best := bestNsPerRep(b, c, reps, func(s *Seq) {
-			s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, 1, k, n, false)
-		}) / 1e3
-		b.Logf("%v: %.1f us per %dx%d matvec, %.0f GB/s of weights (%s tier)", typ, best, n, k, float64(len(wq))/best/1e3, map[bool]string{true: "exact", false: "fast"}[c.exact])
-		b.ReportMetric(best, typ.String()+"-us")
+		prevUnits := c.matvecUnits
+		for _, units := range []int{1, 2} { // units a lane per pass (matvec_fast, matvec_fast2)
+			if units == 2 && (c.exact || !fastMatvec2Types[typ]) {
+				continue
+			}
+			c.matvecUnits = units
+			best := bestNsPerRep(b, c, reps, func(s *Seq) {
+				s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, 1, k, n, false)
+			}) / 1e3
+			b.Logf("%v: %.1f us per %dx%d matvec, %.0f GB/s of weights (%s tier, %d units a pass)", typ, best, n, k, float64(len(wq))/best/1e3, map[bool]string{true: "exact", false: "fast"}[c.exact], units)
+			b.ReportMetric(best, fmt.Sprintf("%v-u%d-us", typ, units))
+		}
+		c.matvecUnits = prevUnits
 	}
 }
 

@@ -33,6 +33,10 @@ func (c *Context) selectNumericTier() {
 	if c.Info.SubgroupSize >= 8 { // matvec_fast's shared partials hold 16 subgroups of a 128-thread workgroup
 		c.matvecShareBelow = defaultMatvecShareBelow
 	}
+	c.matvecUnits = 1
+	if config.GPUMatvecUnits.Int() == 2 {
+		c.matvecUnits = 2
+	}
 	c.fusedDecode = config.GPUFused.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 }
 
@@ -88,9 +92,18 @@ func (c *Context) fastMatvecPass(t quant.Type) int {
 // 8B's attention and FFN-down products against 0.9 TB/s on the 14336-row ones (1792 workgroups).
 const defaultMatvecShareBelow = 1024
 
+// fastMatvec2Types have a matvec_fast2_ kernel: two units a lane per pass, so twice the weight
+// loads in flight (the Q4_0 product read 1.04 TB/s where Q8_0's, with the same loads per block
+// but 1.9x the bytes, read 1.76: the products wait on loads, not arithmetic).
+var fastMatvec2Types = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
+
 // matVecFast records y (+)= W·x for one token on the fast tier (shapes already checked).
 func (s *Seq) matVecFast(t quant.Type, suf string, w, x, y Binding, k, n int, accumulate bool) {
-	kern := s.kernel("matvec_fast_"+suf, 3, 24)
+	name := "matvec_fast_" + suf
+	if s.c.matvecUnits == 2 && fastMatvec2Types[t] {
+		name = "matvec_fast2_" + suf
+	}
+	kern := s.kernel(name, 3, 24)
 	if kern == nil {
 		return
 	}

@@ -159,7 +159,11 @@ func TestAttentionHeadsPerGroup(t *testing.T) {
 func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 	c := ctxOrSkip(t)
 	m := loadShared(t, "rand-llama-q8_0")
-	fast := []string{"attention_split", "attention_merge", "rmsnorm_fast", "matvec_fast_q8_0"}
+	product := "matvec_fast_q8_0"
+	if c.matvecUnits == 2 {
+		product = "matvec_fast2_q8_0" // two units a lane per pass (VKLLM_GPU_MATVEC_UNITS)
+	}
+	fast := []string{"attention_split", "attention_merge", "rmsnorm_fast", product}
 	if c.fusedDecode {
 		fast = append(fast, "matvec_dec_q8_0") // the decode step's fused products
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/quant"
@@ -163,6 +164,66 @@ func TestFusedDecodeProductMatchesFloat64Reference(t *testing.T) {
 						}
 					})
 				}
+			}
+		}
+	}
+}
+
+// The two-units-a-pass decode products (matvec_fast2_) against float64, as the one-unit ones are
+// checked in TestMatMulMatchesDequantizedReferenceForEveryWeightType: rows of 512 and 1280
+// elements (1280: some lanes' second unit lies past the row's end and must count nothing), on
+// shared and own rows. Bound: 1e-5·Σ|w·x| + 1e-6.
+func TestTwoUnitDecodeProductMatchesFloat64Reference(t *testing.T) {
+	c := ctxOrSkip(t)
+	withTier(t, c, false)
+	prevUnits := c.matvecUnits
+	c.matvecUnits = 2
+	t.Cleanup(func() { c.matvecUnits = prevUnits })
+	const n = 37
+	for _, k := range []int{512, 1280} {
+		for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+			for _, ownRows := range []bool{false, true} {
+				name := fmt.Sprintf("k%d/%v", k, typ)
+				if ownRows {
+					name += "/own-rows"
+				}
+				t.Run(name, func(t *testing.T) {
+					prevShare := c.matvecShareBelow
+					if ownRows {
+						c.matvecShareBelow = 0
+					}
+					defer func() { c.matvecShareBelow = prevShare }()
+					rng := rand.New(rand.NewSource(int64(typ)*10 + int64(k)))
+					wq, err := quant.Quantize(typ, randVec(rng, k*n, 0.5))
+					if err != nil {
+						t.Fatal(err)
+					}
+					wd := make([]float32, k*n)
+					if err := quant.Dequantize(typ, wq, wd); err != nil {
+						t.Fatal(err)
+					}
+					x := randVec(rng, k, 1)
+					if typ == quant.Q4_0 || typ == quant.Q8_0 {
+						x = roundedQ8_0(t, x, k)
+					}
+					wb, xb, yb := uploadBytes(t, c, wq), upload(t, c, x), upload(t, c, poisoned(n))
+					run(t, c, func(s *Seq) { s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, 1, k, n, false) })
+					if _, made := c.kernels["matvec_fast2_"+strings.ToLower(typ.String())]; !made {
+						t.Fatalf("the product did not take matvec_fast2_%s", strings.ToLower(typ.String()))
+					}
+					got := readF32(t, yb, n)
+					for r := 0; r < n; r++ {
+						var ref, mag float64
+						for i := 0; i < k; i++ {
+							p := float64(wd[r*k+i]) * float64(x[i])
+							ref += p
+							mag += math.Abs(p)
+						}
+						if e := math.Abs(float64(got[r]) - ref); !(e <= 1e-5*mag+1e-6) {
+							t.Fatalf("row %d: got %v, want %v", r, got[r], ref)
+						}
+					}
+				})
 			}
 		}
 	}
