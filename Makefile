@@ -114,9 +114,11 @@ e2e: $(APP)
 smoke: $(APP) $(CLI)
 	cd frontend && VKLLM_APP=../$(APP) VKLLM_CLI=../$(CLI) node --test e2e/window.test.mjs e2e/window-dialog.test.mjs
 
-## screenshot: refresh docs/screenshot.png from the window under Xvfb
+## screenshot: refresh docs/screenshot.png and docs/screenshot-chat-vulkan.png (a rendered markdown
+## reply, the model resident on Vulkan: lavapipe with a 512 MiB pin) from the window under Xvfb
 screenshot: $(APP)
 	cd frontend && VKLLM_APP=../$(APP) WINDOW_SHOT=../docs/screenshot.png node --test e2e/window.test.mjs
+	cd frontend && VKLLM_APP=../$(APP) WINDOW_SHOT=../docs/screenshot-chat-vulkan.png node --test e2e/window-vulkan.test.mjs
 
 ## bench-gpu: issue 16's table on this machine's GPU against llama.cpp:
 ##   make bench-gpu LLAMA_BENCH=/path/to/llama-bench [BENCH_GPU_FLAGS="--out DIR --models DIR"]
