@@ -122,6 +122,7 @@ export interface BenchSettings {
   nPrompt: number; // -1 skips the pp test
   nGen: number; // -1 skips the tg test
   reps: number;
+  preset?: "" | "localscore"; // localscore: LocalScore's nine shapes as one run; nPrompt/nGen ignored
 }
 
 export type BenchStatus = "ok" | "failed" | "cancelled";
@@ -144,6 +145,16 @@ export interface BenchRow {
   stddevTs: number;
   ttftMs: number;
   placement: string;
+  runKey: string; // the run the row belongs to
+  cpu: string;
+  quant: string;
+  nPrompt: number;
+  nGen: number;
+  nDepth: number;
+  commit: string;
+  samples: number[] | null; // the repetitions' t/s
+  noisy: boolean; // spread over 5% of the mean
+  noisyReason?: string;
   prevId?: number;
   prevSource?: string;
   prevTs?: number;
@@ -153,8 +164,31 @@ export interface BenchRow {
 export interface BenchGroup {
   key: string;
   label: string;
+  kind: "gpu" | "cpu";
   rows: BenchRow[];
+  runs: number; // runs, not rows
+  scores: RunScore[];
 }
+
+// A run's LocalScore (engine/bench/localscore.go): 10·cbrt(pp t/s · tg t/s · 1000/TTFT ms).
+export interface RunScore {
+  runKey: string;
+  model: string;
+  createdAtMs: number;
+  score: number;
+  ppTs: number;
+  tgTs: number;
+  ttftMs: number;
+  shapes: number; // of LocalScore's nine
+}
+
+export interface ImportResult {
+  added: number;
+  duplicates: number;
+  ids?: number[];
+}
+
+export type ExportFormat = "csv" | "json" | "jsonl" | "md";
 
 export interface BenchEvent {
   kind: "progress" | "finished" | "failed" | "cancelled";

@@ -1,12 +1,15 @@
 // The Benchmark tab's state: a run in progress (driven by bench:event), and the saved history.
 import { api, errText } from "../lib/api";
-import type { BenchEvent, BenchGroup, BenchRow, BenchSettings } from "../types";
+import { estimate, type EtaStep } from "../lib/eta";
+import type { BenchEvent, BenchGroup, BenchRow, BenchSettings, ImportResult } from "../types";
 import { view } from "./view.svelte";
 
 // Presets: llama-bench's default run, and a quick one for a first look or a small machine.
 export const benchPresets: Record<string, BenchSettings & { label: string }> = {
   standard: { label: "Standard · pp512 tg128 ×5", nPrompt: 512, nGen: 128, reps: 5 },
   quick: { label: "Quick · pp128 tg32 ×3", nPrompt: 128, nGen: 32, reps: 3 },
+  // LocalScore's nine pp+tg shapes (engine/bench/localscore.go), scored on the Results page.
+  localscore: { label: "LocalScore · 9 pp+tg shapes ×1", nPrompt: 0, nGen: 0, reps: 1, preset: "localscore" },
   custom: { label: "Custom", nPrompt: 0, nGen: 0, reps: 0 },
 };
 
@@ -22,8 +25,18 @@ class BenchState {
   historyError = $state("");
   loaded = $state(false);
   justSaved = $state(new Set<number>());
+  // The run in progress: when it started, its timed steps (for the ETA) and the live samples.
+  startedAtMs = $state(0);
+  steps = $state<EtaStep[]>([]);
+  samples = $state<{ test: string; rep: number; ts: number }[]>([]);
+  eta = $derived(estimate(this.startedAtMs, this.steps));
 
   setRunning(on: boolean) {
+    if (on && !this.running) {
+      this.startedAtMs = Date.now();
+      this.steps = [];
+      this.samples = [];
+    }
     this.running = on;
     if (on) this.progressShown = true;
   }
@@ -76,11 +89,12 @@ class BenchState {
     void api.call("BenchService", "Cancel");
   }
 
-  // import adds a llama-bench JSON or JSONL file's rows and says how many.
-  async import(path: string): Promise<number> {
-    const n = await api.call<number>("BenchService", "Import", path);
+  // import adds a llama-bench JSON or JSONL file's new rows and says how many were new and
+  // how many duplicates.
+  async import(path: string): Promise<ImportResult> {
+    const res = await api.call<ImportResult>("BenchService", "Import", path);
     await this.loadHistory();
-    return n;
+    return res;
   }
 
   onEvent(ev: BenchEvent) {
@@ -90,6 +104,8 @@ class BenchState {
         this.progress(1, "Saving…");
         return;
       }
+      this.steps = [...this.steps, { test: ev.test ?? "", phase: ev.phase ?? "", step: ev.step, steps: ev.steps, reps: ev.reps, atMs: ev.atMs }];
+      if (ev.phase === "rep" && ev.tokensPerSec) this.samples = [...this.samples, { test: ev.test ?? "", rep: ev.rep, ts: ev.tokensPerSec }];
       const step = ev.phase === "warmup" ? "warm-up" : `rep ${ev.rep}/${ev.reps}`;
       const rate = ev.tokensPerSec ? ` · ${ev.tokensPerSec.toFixed(1)} t/s` : "";
       this.progress(ev.steps ? ev.step / ev.steps : 0, `${ev.test} ${step}${rate} · step ${ev.step} of ${ev.steps}`);

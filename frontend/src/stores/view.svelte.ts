@@ -1,11 +1,12 @@
 // Which tab the main area shows.
-export type View = "chat" | "model" | "pins" | "bench";
+export type View = "chat" | "model" | "pins" | "bench" | "results";
 
 export const tabs: { key: View; label: string }[] = [
   { key: "chat", label: "Chat" },
   { key: "model", label: "Model & devices" },
   { key: "pins", label: "Pins" },
   { key: "bench", label: "Benchmark" },
+  { key: "results", label: "Results" },
 ];
 
 class ViewState {
