@@ -408,7 +408,7 @@ type ExportRequest struct {
 	IDs    []int64 `json:"ids"` // empty = every row
 }
 
-// Export renders the chosen rows (oldest first, as llama-bench prints its tests) in one of
+// Export renders the chosen ok rows (oldest first, as llama-bench prints its tests) in one of
 // llama-bench's output forms; the JSON, JSONL and CSV forms import again as the same rows.
 func (s *BenchService) Export(req ExportRequest) (string, error) {
 	switch req.Format {
@@ -426,7 +426,9 @@ func (s *BenchService) Export(req ExportRequest) (string, error) {
 	}
 	var records []bench.Record
 	for i := len(runs) - 1; i >= 0; i-- {
-		if len(want) == 0 || want[runs[i].ID] {
+		// Only finished rows: llama-bench's forms have no status, and a failed or cancelled
+		// test has no figures to compare.
+		if runs[i].Status == store.BenchOK && (len(want) == 0 || want[runs[i].ID]) {
 			records = append(records, bench.RecordOf(runs[i]))
 		}
 	}

@@ -165,7 +165,7 @@ type ImportResult struct {
 // ImportBenchRuns stores the rows the history does not already hold, all in one transaction, and
 // says how many were new and how many duplicates. A row is a duplicate of a saved one with the
 // same identity (DedupeKey): source, test, model file, GPU, CPU, the second it ran and its
-// timings; duplicates within runs count too. Rows without a RunKey are one run, as in
+// timings (not its status: llama-bench's JSON has none); duplicates within runs count too. Rows without a RunKey are one run, as in
 // SaveBenchRuns.
 func (s *Store) ImportBenchRuns(ctx context.Context, runs []BenchRun) (ImportResult, error) {
 	var res ImportResult
@@ -215,15 +215,15 @@ func (s *Store) ImportBenchRuns(ctx context.Context, runs []BenchRun) (ImportRes
 // measurement. The time counts to the second, as llama-bench's test_time (RFC 3339) keeps it.
 func DedupeKey(r BenchRun) string {
 	return strings.Join([]string{r.Source, r.Test, r.ModelFile, strings.ToLower(strings.TrimSpace(r.GPUName)),
-		strings.TrimSpace(r.CPU), fmt.Sprint(r.CreatedAtMs / 1000), fmt.Sprint(r.AvgNs), fmt.Sprint(r.StddevNs), r.Status}, "\x00")
+		strings.TrimSpace(r.CPU), fmt.Sprint(r.CreatedAtMs / 1000), fmt.Sprint(r.AvgNs), fmt.Sprint(r.StddevNs)}, "\x00")
 }
 
 // hasBenchRun tells whether the history holds a row with r's DedupeKey.
 func hasBenchRun(ctx context.Context, tx *sql.Tx, r BenchRun) (bool, error) {
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM bench_runs WHERE source = ? AND test = ? AND model_file = ? AND avg_ns = ?
-		AND stddev_ns = ? AND status = ? AND lower(trim(gpu_name)) = ? AND trim(cpu) = ? AND created_at_ms / 1000 = ?`,
-		r.Source, r.Test, r.ModelFile, r.AvgNs, r.StddevNs, r.Status, strings.ToLower(strings.TrimSpace(r.GPUName)),
+		AND stddev_ns = ? AND lower(trim(gpu_name)) = ? AND trim(cpu) = ? AND created_at_ms / 1000 = ?`,
+		r.Source, r.Test, r.ModelFile, r.AvgNs, r.StddevNs, strings.ToLower(strings.TrimSpace(r.GPUName)),
 		strings.TrimSpace(r.CPU), r.CreatedAtMs/1000).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("look up run %s: %w", r.Test, err)
