@@ -2,7 +2,9 @@
 // window binds), driven by headless Debian Chromium through playwright-core. A tiny run on the
 // embedded model streams progress into the bar, lands as rows in the results table, is compared
 // with the previous run, survives a reload, sits beside an imported llama-bench row, and a
-// cancelled run is recorded as cancelled.
+// cancelled run is recorded as cancelled. The run shows live samples and an ETA, and lands on its
+// GPU's (or the CPU's) Results page: a uPlot chart with a point for it, runs counted as runs, two
+// rows side by side with their ratio, and an export that imports again as nothing new.
 //
 //   VKLLM_APP=../build/bin/vkllm-app node --test e2e/bench.test.mjs
 //
@@ -74,6 +76,9 @@ test("a tiny one-click run shows progress and lands as rows in the results table
   assert.match(await pp.locator("td").nth(4).innerText(), /^\d+\.\d ms$/); // TTFT of the pp test
   assert.match(await pp.locator("td").nth(0).innerText(), /stories260K\.gguf/);
   assert.match(await pp.locator("td").nth(5).innerText(), /\S/); // placement
+  // The repetitions' rates showed live as they came: 2 tests × 2 reps.
+  assert.equal(await page.locator("#bench-samples").getAttribute("data-count"), "4");
+  assert.match(await page.locator("#bench-samples").innerText(), /pp32 #1 \d+\.\d t\/s/);
 });
 
 test("a second run is compared with the previous run of the same test", async () => {
@@ -119,7 +124,7 @@ test("an imported llama-bench row sits beside ours on the same GPU", async () =>
   writeFileSync(file, JSON.stringify(peer) + "\n");
   await page.locator("#bench-import-path").fill(file);
   await page.locator("#bench-import").click();
-  await page.locator("#bench-import-status", { hasText: "Imported 1 llama-bench row" }).waitFor();
+  await page.locator("#bench-import-status", { hasText: "Imported 1 new row; no duplicates." }).waitFor();
   const row = group.locator('.bench-row[data-source="llama-bench"]');
   await row.waitFor();
   assert.match(await row.innerText(), /llama-bench/);
@@ -133,6 +138,11 @@ test("Cancel stops a long run and the history records it as cancelled", async ()
   await listenBench(); // the reload dropped the earlier listener
   await page.locator("#bench-run").click();
   await page.waitForFunction(() => window.__benchEvents.some((e) => e.kind === "progress" && e.phase === "rep"));
+  // The ETA from the warm-up and the finished repetitions: 100 reps of tg256 take a while.
+  const eta = page.locator("#bench-eta");
+  await eta.waitFor();
+  assert.ok(Number(await eta.getAttribute("data-left-ms")) > 0, `ETA ${await eta.innerText()}`);
+  assert.match(await eta.innerText(), /^about \d+( s| min \d\d s| h \d\d min) left$/);
   await page.locator("#bench-cancel").click();
   await page.locator(".bench-bar.cancelled").waitFor();
   await rowsOf("tg256", "cancelled").first().waitFor();
@@ -144,4 +154,69 @@ test("Cancel stops a long run and the history records it as cancelled", async ()
     await page.waitForFunction(() => document.querySelectorAll('.bench-row[data-test="tg16"][data-status="ok"][data-source="vkllm"]').length === 3);
     await page.screenshot({ path: process.env.BENCH_SHOT });
   }
+});
+
+// The page of the device the runs ran on, and the ids of our newest pp32 and tg16 rows there.
+async function openResultsPage() {
+  const group = page.locator(".bench-group").first();
+  const key = await group.getAttribute("data-key");
+  const ppId = Number(await group.locator('.bench-row[data-source="vkllm"][data-test="pp32"][data-status="ok"]').first().getAttribute("data-id"));
+  await page.locator("#tab-results").click();
+  await page.locator(`.results-page-tab[data-key="${key}"]`).click();
+  await page.locator(`#results-title[data-key="${key}"]`).waitFor();
+  return { key, ppId };
+}
+
+const pointsOf = async (chart) => JSON.parse(await page.locator(chart).getAttribute("data-points"));
+
+test("a run lands on its device's Results page with a chart point for it, counted as runs", async () => {
+  await page.locator("#tab-bench").click();
+  await rowsOf("pp32").first().waitFor();
+  const { ppId } = await openResultsPage();
+  await page.locator("#chart-over-time canvas").first().waitFor();
+  const timeline = await pointsOf("#chart-over-time");
+  assert.ok(timeline.some((p) => p.id === ppId && p.y > 0 && /pp32/.test(p.series)), `no point for run ${ppId} in ${JSON.stringify(timeline)}`);
+  const perModel = await pointsOf("#chart-per-model");
+  assert.ok(perModel.some((p) => p.id === ppId && p.series === "pp t/s"), `per-model chart lacks the newest pp32 (${ppId}): ${JSON.stringify(perModel)}`);
+  assert.ok(perModel.some((p) => p.series === "tg t/s" && p.y > 0), "per-model chart has a tg bar");
+  // Two one-click runs of two tests, the import of one row, one cancelled run of one row: 4 runs, 6 rows.
+  const counts = page.locator("#results-counts");
+  assert.equal(await counts.getAttribute("data-runs"), "4");
+  assert.equal(await counts.getAttribute("data-rows"), "6");
+  assert.match(await counts.innerText(), /^4 runs · 6 rows$/);
+  // A filter narrows the table and the charts.
+  await page.locator("#results-filter-test").selectOption("tg16");
+  await page.waitForFunction(() => document.querySelectorAll(".results-row").length === 3);
+  assert.ok((await pointsOf("#chart-over-time")).every((p) => /tg16/.test(p.series)));
+  await page.locator("#results-filter-clear").click();
+  await page.waitForFunction(() => document.querySelectorAll(".results-row").length === 6);
+});
+
+test("two rows picked side by side show their ratio", async () => {
+  const tg = page.locator('.results-row[data-test="tg16"][data-status="ok"]');
+  const a = tg.nth(0);
+  const b = tg.nth(1);
+  const rate = async (row) => Number((await row.locator("td").nth(4).innerText()).split(" ± ")[0]);
+  const [ra, rb] = [await rate(a), await rate(b)];
+  await a.locator(".results-pick").check();
+  await b.locator(".results-pick").check();
+  const cmp = page.locator("#run-compare");
+  await cmp.waitFor();
+  const ratio = Number(await cmp.getAttribute("data-ratio"));
+  assert.ok(Math.abs(ratio - rb / ra) < 0.01 * (rb / ra), `ratio ${ratio}, want ${rb}/${ra}`);
+  assert.match(await page.locator("#run-compare-ratio").innerText(), /^×\d+\.\d{3} \(/);
+});
+
+test("an export imports again as nothing new, and says how many were duplicates", async () => {
+  for (const format of ["jsonl", "csv"]) {
+    const [dl] = await Promise.all([page.waitForEvent("download"), page.locator(`#results-export-${format}`).click()]);
+    const file = join(dataDir, `export.${format}`);
+    await dl.saveAs(file);
+    await page.locator("#results-import-path").fill(file);
+    await page.locator("#results-import").click();
+    // The five finished rows come back as duplicates (the cancelled one is not exported).
+    await page.locator("#results-status", { hasText: "Imported 0 new rows; 5 duplicates were already in the history and skipped." }).waitFor();
+    assert.equal(await page.locator("#results-counts").getAttribute("data-rows"), "6");
+  }
+  if (process.env.RESULTS_SHOT) await page.screenshot({ path: process.env.RESULTS_SHOT, fullPage: true });
 });
