@@ -1,7 +1,9 @@
 // End-to-end: the conversation list (automatic distinct titles, rename, search over message text,
 // delete with Undo, export as markdown and JSON) and the window's keyboard shortcuts (Ctrl+N,
 // Ctrl+K, Escape stops, Up edits the last message). The echo engine (VKLLM_SIDECAR) answers each
-// message with its own text, so every reply is known beforehand.
+// message with its own text, so every reply is known beforehand. Then the same app on the real
+// engine and the embedded model: rename, search by a word only the model wrote, and delete with
+// Undo, after which the conversation goes on.
 //
 //   VKLLM_APP=../build/bin/vkllm-app node --test e2e/conversations.test.mjs
 import { test, before, after } from "node:test";
@@ -9,11 +11,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync, existsSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { appBin, openBrowser, startApp, closeApp, waitIdle } from "./browser-app.mjs";
+import { appBin, openBrowser, startApp, stopApp, closeApp, waitIdle } from "./browser-app.mjs";
 
 const echoEngine = new URL("./echo-engine.mjs", import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), "vkllm-conv-data-"));
 const profileDir = mkdtempSync(join(tmpdir(), "vkllm-conv-chromium-"));
+const modelDataDir = mkdtempSync(join(tmpdir(), "vkllm-conv-model-data-")); // the embedded model's run
 let server;
 let context;
 let page;
@@ -27,7 +30,7 @@ before(async () => {
   await page.locator("#model-name", { hasText: "echo.gguf" }).waitFor();
 });
 
-after(() => closeApp(context, server, dataDir, profileDir));
+after(() => closeApp(context, server, dataDir, profileDir, modelDataDir));
 
 const idle = () => waitIdle(page);
 
@@ -199,4 +202,94 @@ test("Up in the empty composer edits the last user message", async () => {
   await page.locator(".msg.assistant .bubble", { hasText: "second line, edited" }).waitFor();
   await idle();
   assert.equal(await page.locator(".msg").count(), 4);
+});
+
+// chatWith starts a new chat, sends text and returns the model's reply once it is complete.
+async function chatWith(text) {
+  await page.locator("#new-chat").click();
+  await page.locator("#composer-input").fill(text);
+  await page.locator("#composer-input").press("Enter");
+  const done = page.locator('.msg.assistant[data-state="complete"]').last();
+  await done.waitFor({ timeout: 120_000 });
+  await waitIdle(page);
+  const reply = (await done.locator(".bubble").innerText()).trim();
+  assert.ok(reply.length > 0, `the model gave ${JSON.stringify(text)} an empty reply`);
+  return reply;
+}
+
+const words = (s) => new Set(s.toLowerCase().match(/[a-z]{4,}/g) ?? []);
+
+let fox; // the reply to the first conversation
+let dog;
+let only; // a word of fox's reply in no other message or title
+
+// On the embedded model: the real sidecar and engine, a fresh store, short greedy replies.
+test("on the embedded model: two conversations answered by the model", async () => {
+  await stopApp(server);
+  // Where the model runs does not matter here: the CPU starts at once (a 1 MiB pin declines the GPU).
+  server = await startApp(modelDataDir, { VKLLM_GPU_VRAM_MB: "1", VKLLM_SIDECAR: "" });
+  page.setDefaultTimeout(60_000);
+  await page.goto(server.url);
+  await page.locator("#model-name", { hasText: "stories260K" }).waitFor();
+  const set = await page.evaluate(async () => {
+    const r = await fetch("api/ChatService/SetSettings", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify([{ maxTokens: 48, sampling: { temperature: 0 } }]),
+    });
+    return r.status;
+  });
+  assert.equal(set, 200);
+  fox = await chatWith("Once upon a time there was a fox");
+  dog = await chatWith("The little dog");
+  const others = words(`${dog} The little dog Once upon a time there was a fox`);
+  only = [...words(fox)].find((w) => !others.has(w));
+  assert.ok(only, `the fox reply ${JSON.stringify(fox)} has no word of its own beside ${JSON.stringify(dog)}`);
+});
+
+test("on the embedded model: search finds a conversation by a word only the model wrote, and opens it", async () => {
+  await page.keyboard.press("Control+k");
+  await page.keyboard.type(only.toUpperCase());
+  await page.waitForFunction(() => document.querySelectorAll("#conversations .conv").length === 1);
+  assert.deepEqual(await titles(), ["Once upon a time there was…"], `searching ${only} lists ${JSON.stringify(await titles())}`);
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Enter");
+  await page.locator(".msg.assistant .bubble", { hasText: fox.slice(0, 20) }).waitFor();
+  await page.locator("#conv-search").press("Escape");
+  await page.waitForFunction(() => document.querySelectorAll("#conversations .conv").length === 2);
+});
+
+test("on the embedded model: rename keeps the conversation, and the new title is found and kept after a reload", async () => {
+  await row("Once upon a time there was…").focus();
+  await page.keyboard.press("F2");
+  await page.locator(".conv-rename-input").fill("Fox story");
+  await page.locator(".conv-rename-input").press("Enter");
+  await row("Fox story").waitFor();
+  await page.reload();
+  await row("Fox story").click();
+  await page.locator(".msg.assistant .bubble", { hasText: fox.slice(0, 20) }).waitFor();
+  await page.locator("#conv-search").fill("fox story");
+  await page.waitForFunction(() => document.querySelectorAll("#conversations .conv").length === 1);
+  assert.deepEqual(await titles(), ["Fox story"]);
+  await page.locator("#conv-search").press("Escape");
+  await page.waitForFunction(() => document.querySelectorAll("#conversations .conv").length === 2);
+});
+
+test("on the embedded model: delete then Undo brings the conversation back, and it goes on", async () => {
+  await row("Fox story").locator(".conv-del").click();
+  await page.locator("#undo-toast", { hasText: "Fox story" }).waitFor();
+  await row("Fox story").waitFor({ state: "detached" });
+  await page.locator("#undo-delete").click();
+  await page.locator("#undo-toast").waitFor({ state: "detached" });
+  await page.reload();
+  await row("Fox story").click();
+  await page.locator(".msg.assistant .bubble", { hasText: fox.slice(0, 20) }).waitFor();
+  // The restored conversation still talks to the model: its next reply streams and completes.
+  await page.locator("#composer-input").fill("What did the fox do next?");
+  await page.locator("#composer-input").press("Enter");
+  await page.locator('.msg.assistant[data-state="complete"]').nth(1).waitFor({ timeout: 120_000 });
+  await waitIdle(page);
+  const replies = await page.$$eval(".msg.assistant .bubble", (els) => els.map((el) => el.textContent.trim()));
+  assert.equal(replies.length, 2, `the restored conversation shows ${replies.length} replies`);
+  assert.ok(replies[1].length > 0, "the reply after Undo is empty");
 });
