@@ -211,6 +211,38 @@ CREATE TABLE recent_models (
 ALTER TABLE bench_runs ADD COLUMN run_key TEXT NOT NULL DEFAULT '';
 CREATE INDEX bench_runs_dedupe ON bench_runs(source, test, model_file, avg_ns);
 `,
+	// 9: conversation search through FTS5. The index itself (conversation_search, one row per
+	// conversation: its title and its messages' text) is a cache that Open creates only where
+	// the linked SQLite has FTS5 (search.go), so this migration never needs the module: triggers
+	// put every conversation whose title or messages change into conversation_search_queue, a
+	// plain table, and the search reindexes what is queued before it reads. Every conversation
+	// from before starts queued, so the first search backfills the index; a binary without
+	// FTS5 searches with LIKE and keeps queueing.
+	`
+CREATE TABLE conversation_search_queue (
+	conversation_id INTEGER PRIMARY KEY -- no foreign key: a deleted conversation's rows leave the index too
+);
+INSERT INTO conversation_search_queue(conversation_id) SELECT id FROM conversations;
+CREATE TRIGGER conversation_search_new AFTER INSERT ON conversations BEGIN
+	INSERT OR IGNORE INTO conversation_search_queue(conversation_id) VALUES (new.id);
+END;
+CREATE TRIGGER conversation_search_title AFTER UPDATE OF title ON conversations BEGIN
+	INSERT OR IGNORE INTO conversation_search_queue(conversation_id) VALUES (new.id);
+END;
+CREATE TRIGGER conversation_search_gone AFTER DELETE ON conversations BEGIN
+	INSERT OR IGNORE INTO conversation_search_queue(conversation_id) VALUES (old.id);
+END;
+CREATE TRIGGER conversation_search_message_new AFTER INSERT ON messages BEGIN
+	INSERT OR IGNORE INTO conversation_search_queue(conversation_id) VALUES (new.conversation_id);
+END;
+CREATE TRIGGER conversation_search_message_edit AFTER UPDATE OF content, conversation_id ON messages BEGIN
+	INSERT OR IGNORE INTO conversation_search_queue(conversation_id) VALUES (old.conversation_id);
+	INSERT OR IGNORE INTO conversation_search_queue(conversation_id) VALUES (new.conversation_id);
+END;
+CREATE TRIGGER conversation_search_message_gone AFTER DELETE ON messages BEGIN
+	INSERT OR IGNORE INTO conversation_search_queue(conversation_id) VALUES (old.conversation_id);
+END;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.
