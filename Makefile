@@ -14,6 +14,9 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The commit bench history records, linked in for builds where go build stamps no VCS facts.
 COMMIT        := $(shell c=$$(git rev-parse --short=8 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || c=$$c+dirty; echo $$c; })
 LDFLAGS       := -X github.com/vkllm/vkllm/engine/bench.linkedCommit=$(COMMIT)
+# Build tags of every build and test: sqlite_fts5 compiles FTS5 into mattn/go-sqlite3, which the
+# conversation search uses (a build without it falls back to a LIKE scan, store/search.go).
+GOTAGS        := sqlite_fts5
 
 # Debian packages: what building and running the window needs, and what the tests add to it.
 APT_RUN  := gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev libvulkan-dev mesa-vulkan-drivers
@@ -63,21 +66,21 @@ planwasm:
 
 ## build: the desktop app (Wails, webkit2gtk 4.1) and the CLI
 build: frontend cli
-	$(WAILS) build -s -m -nosyncgomod -skipbindings -skipembedcreate -tags webkit2_41 -ldflags "$(LDFLAGS)" -o vkllm-app
+	$(WAILS) build -s -m -nosyncgomod -skipbindings -skipembedcreate -tags webkit2_41,$(GOTAGS) -ldflags "$(LDFLAGS)" -o vkllm-app
 
 cli:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(CLI) ./cmd/vkllm
+	$(GO) build -tags $(GOTAGS) -ldflags "$(LDFLAGS)" -o $(CLI) ./cmd/vkllm
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags $(GOTAGS) ./...
 
 # Vulkan tests run on Mesa lavapipe (mesa-vulkan-drivers), which needs no GPU, with the Khronos
 # validation layer (vulkan-validationlayers) counting errors. The Vulkan packages run a second time
 # under GOEXPERIMENT=cgocheck2, which checks every Go pointer handed to C. A current glslc (fetched
 # by ../shared/tools/get-glslc.sh into .tools/vk) lets shaders/ check the committed SPIR-V is current.
 gotest: glslc
-	$(GO) test -count=1 ./...
-	GOEXPERIMENT=cgocheck2 $(GO) test -count=1 ./engine/vulkan/... ./shaders
+	$(GO) test -tags $(GOTAGS) -count=1 ./...
+	GOEXPERIMENT=cgocheck2 $(GO) test -tags $(GOTAGS) -count=1 ./engine/vulkan/... ./shaders
 
 ## fuzz-short: every fuzz target for FUZZTIME executions (2000) from its committed corpus (testdata/fuzz); a
 ## crash it finds is written there as a new seed and fails the run (docs/RELIABILITY.md)
@@ -90,7 +93,7 @@ FUZZ_TARGETS := engine/gguf:FuzzOpenBytes engine/model:FuzzLoadHyperparameters \
 	sidecar:FuzzRequestBodies sidecar:FuzzPlanRequestDecoding cmd/vkllm:FuzzResultsImport app:FuzzWebBindingCalls
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn in ./$$pkg for $(FUZZTIME)"; \
-		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 200x || exit 1; done
+		$(GO) test -tags $(GOTAGS) ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 200x || exit 1; done
 
 GET_GLSLC := ../shared/tools/get-glslc.sh
 # get-glslc.sh ends with `glslc --version | head -3` under pipefail, which can die of SIGPIPE
