@@ -98,7 +98,7 @@ VKLLM=${VKLLM:-$ROOT/bin/vkllm}
 if [[ ! -x $VKLLM ]]; then
 	command -v go >/dev/null || die "no $VKLLM and no Go toolchain here: build it with 'make cli' where Go is and bring bin/vkllm along"
 	say "building $VKLLM"
-	(cd "$ROOT" && go build -o "$VKLLM" ./cmd/vkllm)
+	(cd "$ROOT" && go build -tags sqlite_fts5 -o "$VKLLM" ./cmd/vkllm)
 fi
 
 # The peer: decompressed when it comes as .xz, checked to start.
