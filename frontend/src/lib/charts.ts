@@ -61,12 +61,14 @@ export function perModel(rows: BenchRow[]): ChartData {
       tgIds[i] = r.id;
     }
   }
+  // Two slots per model, its pp bar then its tg bar, so each bar sits on its own tick.
+  const slot = <T>(xs: (T | null)[], at: 0 | 1) => labels.flatMap((_, i) => (at === 0 ? [xs[i], null] : [null, xs[i]]));
   return {
-    x: labels.map((_, i) => i),
-    xLabels: labels,
+    x: labels.flatMap((_, i) => [2 * i, 2 * i + 1]),
+    xLabels: labels.flatMap((l) => [`${l} · pp`, "tg"]),
     series: [
-      { label: "pp t/s", scale: "pp", values: pp, ids: ppIds },
-      { label: "tg t/s", scale: "tg", values: tg, ids: tgIds },
+      { label: "pp t/s", scale: "pp", values: slot(pp, 0), ids: slot(ppIds, 0) },
+      { label: "tg t/s", scale: "tg", values: slot(tg, 1), ids: slot(tgIds, 1) },
     ],
   };
 }
