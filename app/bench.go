@@ -280,6 +280,10 @@ func (s *BenchService) Run(settings BenchSettings) ([]BenchRow, error) {
 				Step: step, Steps: steps, TokensPerSec: p.TokensPS, AtMs: nowMs()})
 		})
 		runErr = s.noteCancel(runErr)
+		if runErr != nil && len(plans) > 1 && strings.Contains(runErr.Error(), "positions of context") {
+			runErr = fmt.Errorf("LocalScore's pp%d+tg%d does not fit the loaded context (%w); load the model with a context of %d or more in Load options to run all nine shapes",
+				plan.NPrompt, plan.NGen, runErr, localScoreContext())
+		}
 		runs = append(runs, s.historyRuns(out, plan, runErr, started)...)
 		done += plan.steps()
 		if runErr != nil {
@@ -290,6 +294,15 @@ func (s *BenchService) Run(settings BenchSettings) ([]BenchRow, error) {
 		runs[i].RunKey = runKey
 	}
 	return s.save(runs, runErr)
+}
+
+// localScoreContext is the context LocalScore's largest test needs.
+func localScoreContext() int {
+	n := 0
+	for _, shape := range bench.LocalScoreShapes {
+		n = max(n, shape.NPrompt, shape.NGen)
+	}
+	return n
 }
 
 // noteCancel marks an engine error as a cancellation when the user pressed Cancel.

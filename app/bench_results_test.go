@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -147,5 +148,32 @@ func TestExportThenImportAddsNothing(t *testing.T) {
 	}
 	if _, err := svc.Export(ExportRequest{Format: "xml"}); err == nil || !strings.Contains(err.Error(), "choose csv, json, jsonl or md") {
 		t.Errorf("an unknown format: %v", err)
+	}
+}
+
+// smallContextEngine refuses every test over its context, as the engine's bench.CheckContext does.
+type smallContextEngine struct{ scoreEngine }
+
+func (e *smallContextEngine) Bench(ctx context.Context, s BenchSettings, onProgress func(bench.Progress)) (BenchOutcome, error) {
+	if err := (bench.Config{NPrompt: s.NPrompt, NGen: s.NGen}).CheckContext(2048); err != nil {
+		return BenchOutcome{Target: fakeTarget()}, fmt.Errorf("engine bench: %w", err)
+	}
+	return e.scoreEngine.Bench(ctx, s, onProgress)
+}
+
+func TestLocalScoreOnASmallContextSaysTheContextToLoad(t *testing.T) {
+	st := openBenchStore(t)
+	svc := NewBenchService(context.Background(), &smallContextEngine{}, st, &recorder{})
+	_, err := svc.Run(BenchSettings{Preset: PresetLocalScore, Reps: 1})
+	if err == nil || !strings.Contains(err.Error(), "pp4096+tg256 does not fit") || !strings.Contains(err.Error(), "a context of 4096 or more") {
+		t.Fatalf("error %v; want the shape that did not fit and the context to load", err)
+	}
+	groups, err := svc.History(BenchFilter{})
+	if err != nil || len(groups) != 1 {
+		t.Fatalf("history: %+v, %v", groups, err)
+	}
+	// The first shape's two rows and the failed one, all one run.
+	if g := groups[0]; len(g.Rows) != 3 || g.Runs != 1 || len(g.Scores) != 1 || g.Scores[0].Shapes != 1 {
+		t.Errorf("%d rows, %d runs, scores %+v; want 3 rows of one run scored over 1 shape", len(g.Rows), g.Runs, g.Scores)
 	}
 }
