@@ -94,6 +94,9 @@ type Conversation struct {
 	// Settings are the conversation's own generation settings as JSON ("" = the defaults);
 	// ChatService.ConversationSettings gives them to the UI parsed.
 	Settings string `json:"-"`
+	// Snippet is the text around a search hit's match ("" when the title matched, and outside
+	// a search).
+	Snippet string `json:"snippet,omitempty"`
 }
 
 // Message states.

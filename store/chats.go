@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Message states.
@@ -29,6 +28,9 @@ type Conversation struct {
 	// Settings are the conversation's generation settings as JSON ("" = the app's defaults);
 	// the app reads and checks them.
 	Settings string `json:"settings"`
+	// Snippet is the text around a search hit's match (SearchConversations only; "" when the
+	// match is the title, or the build searches without FTS5).
+	Snippet string `json:"snippet,omitempty"`
 }
 
 // Message is one turn of a conversation. An assistant reply is saved as "streaming" when it
@@ -146,22 +148,6 @@ func (s *Store) queryConversations(ctx context.Context, what, query string, args
 	}
 	return out, nil
 }
-
-// SearchConversations lists the conversations not in the trash whose title or any message
-// contains text, most recently updated first. The match ignores case for ASCII letters (SQLite's
-// LIKE); % and _ in text match themselves. This build's SQLite has no FTS5 (mattn/go-sqlite3
-// compiles it in only with the sqlite_fts5 tag), so the search scans the rows: fine for the
-// thousands of messages a desktop chat history holds.
-func (s *Store) SearchConversations(ctx context.Context, text string) ([]Conversation, error) {
-	pattern := "%" + likeEscaper.Replace(text) + "%"
-	return s.queryConversations(ctx, fmt.Sprintf("search conversations for %q", text),
-		`SELECT id, title, model, created_at_ms, updated_at_ms, context_policy, settings FROM conversations c
-		WHERE deleted_at_ms = 0 AND (title LIKE ?1 ESCAPE '\' OR EXISTS (
-			SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\'))
-		ORDER BY updated_at_ms DESC, id DESC`, pattern)
-}
-
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // TrashConversation hides a conversation from the list and from search until RestoreConversation
 // brings it back, DeleteConversation removes it, or the next Open purges it.

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-func TestSearchConversationsMatchesTitleOrMessageTextAndSkipsTheTrash(t *testing.T) {
+func TestSearchWithoutFTS5ScansTitlesAndMessagesWithLikeAndSkipsTheTrash(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t, t.TempDir())
+	s := openWithoutFTS5(t, t.TempDir())
 	mk := func(title string, texts ...string) int64 {
 		c, err := s.CreateConversation(ctx, title, "m")
 		if err != nil {

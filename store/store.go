@@ -40,6 +40,7 @@ type Store struct {
 	db        *sql.DB
 	path      string
 	machineID int64
+	fts       bool // the linked SQLite has FTS5 and the conversation search index is there (search.go)
 }
 
 // DefaultDir is where the store and the sidecar token live: VKLLM_DATA_DIR when set, else the
@@ -92,6 +93,10 @@ func Open(dir string) (*Store, error) {
 		slog.Debug("restrict database file mode", "path", path, "err", err)
 	}
 	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.openSearch(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
