@@ -145,8 +145,8 @@ func planDeclinedWords(p *plan.Plan) string {
 	}
 	need := p.Weights.Bytes + int64(p.Ctx.Start)*p.KV.PerPos + p.Scratch.Total
 	kv := need - p.Weights.Bytes - p.Scratch.Total
-	numbers := fmt.Sprintf("at a context of %d tokens the model needs %d MB on %s (weights %d MB, KV cache %d MB, scratch %d MB)",
-		p.Ctx.Start, plan.MBUp(need), dev, plan.MBUp(p.Weights.Bytes), plan.MBUp(kv), plan.MBUp(p.Scratch.Total))
+	numbers := fmt.Sprintf("the model needs %d MB of GPU memory at a context of %d tokens (weights %d MB, KV cache %d MB, scratch %d MB)",
+		plan.MBUp(need), p.Ctx.Start, plan.MBUp(p.Weights.Bytes), plan.MBUp(kv), plan.MBUp(p.Scratch.Total))
 	usable := plan.MBDown(p.UsableBytes)
 	var room, remedy string
 	switch {
@@ -164,7 +164,7 @@ func planDeclinedWords(p *plan.Plan) string {
 			usable, plan.MBDown(p.Device.BudgetBytes), plan.MBUp(p.Device.UsageBytes), plan.MBUp(p.MarginBytes))
 		remedy = "close other programs using the GPU, or pin more of its memory in the Pins tab"
 	default: // the heap less what the plan keeps free (under a budget with more room than that too)
-		room = fmt.Sprintf("the plan may use %d MB of its %d MB (it keeps the rest free for the desktop and other programs)", usable, plan.MBDown(p.Device.HeapBytes))
+		room = fmt.Sprintf("the plan may use %d MB of %s's %d MB (it keeps the rest free for the desktop and other programs)", usable, dev, plan.MBDown(p.Device.HeapBytes))
 		remedy = "pin more of its memory in the Pins tab"
 	}
 	if p.Ctx.FitCtx >= plan.LeastCtx {

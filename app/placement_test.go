@@ -55,13 +55,13 @@ func TestTheHeaderSaysAPlanDeclineInTheAppsWords(t *testing.T) {
 		want   []string // phrases the sentence holds
 	}{
 		{"a stored pin", plan.Pin{MB: 4000, Source: plan.PinStore}, false, 4096,
-			[]string{"at a context of 4096 tokens the model needs", "on Test GPU (weights", "this GPU's VRAM pin allows 4000 MB", "Raise this GPU's VRAM pin in the Pins tab"}},
+			[]string{"the model needs 11866 MB of GPU memory at a context of 4096 tokens (weights 11005 MB, KV cache 512 MB, scratch 349 MB)", "this GPU's VRAM pin allows 4000 MB", "Raise this GPU's VRAM pin in the Pins tab"}},
 		{"a pin the app was started with", plan.Pin{MB: 1, Source: plan.PinEnv}, false, 4096,
 			[]string{"the VRAM limit the app was started with allows 1 MB", "Start the app without that limit"}},
 		{"the driver's budget", plan.Pin{}, true, 32768,
 			[]string{"MB free for it (6000 MB budget, 1000 MB in use, ", "Close other programs using the GPU, or pin more"}},
 		{"the heap with its headroom", plan.Pin{}, false, 32768,
-			[]string{"the plan may use 3904 MB of its 8000 MB", "Pin more of its memory in the Pins tab"}},
+			[]string{"the plan may use 3904 MB of Test GPU's 8000 MB", "Pin more of its memory in the Pins tab"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

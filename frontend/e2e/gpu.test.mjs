@@ -91,7 +91,7 @@ test("with a pin no model fits the header says why in words: the plan's numbers 
   // app says the numbers in words and the remedy as the app has it.
   assert.match(
     reason,
-    /^On the CPU: at a context of \d+ tokens the model needs \d+ MB on .+ \(weights \d+ MB, KV cache \d+ MB, scratch \d+ MB\), but the VRAM limit the app was started with allows 1 MB\. Start the app without that limit/,
+    /^On the CPU: the model needs \d+ MB of GPU memory at a context of \d+ tokens \(weights \d+ MB, KV cache \d+ MB, scratch \d+ MB\), but the VRAM limit the app was started with allows 1 MB\. Start the app without that limit/,
   );
   assert.doesNotMatch(reason, /VKLLM_/, "the header names an environment variable");
   assert.doesNotMatch(reason, /--|vkllm pin|resident driver|gpu backend declined|no GPU support/, "the header quotes the CLI or an internal chain");
