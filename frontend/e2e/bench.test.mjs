@@ -224,3 +224,26 @@ test("an export imports again as nothing new, and says how many were duplicates"
     await page.screenshot({ path: process.env.RESULTS_SHOT });
   }
 });
+
+test("the LocalScore preset scores what fits the context and says the context the rest needs", async () => {
+  await page.locator("#tab-bench").click();
+  await page.locator("#bench-preset").selectOption("localscore");
+  await page.locator("#bench-localscore-note").waitFor();
+  assert.equal(await page.locator("#bench-p").isDisabled(), true, "the shapes replace pp and tg");
+  await page.locator("#bench-run").click();
+  // The embedded model loads with a 2048-token context: pp1024+tg16 runs, pp4096 does not fit.
+  await page.locator(".bench-bar.failed").waitFor({ timeout: 120_000 });
+  assert.match(await page.locator("#bench-status").innerText(), /pp4096\+tg256 does not fit .* a context of 4096 or more/);
+  await page.locator("#tab-results").click();
+  const card = page.locator("#results-localscore .localscore-score");
+  await card.waitFor();
+  assert.match(await page.locator("#results-localscore").innerText(), /1 of 9 shapes/);
+  // The score is LocalScore's formula over the shape's two rows.
+  const cell = (test, i) => page.locator(`.results-row[data-test="${test}"][data-status="ok"]`).first().locator("td").nth(i).innerText();
+  const pp = Number((await cell("pp1024", 4)).split(" ± ")[0]);
+  const tg = Number((await cell("tg16", 4)).split(" ± ")[0]);
+  const ttft = Number((await cell("pp1024", 5)).replace(" ms", ""));
+  const want = 10 * Math.cbrt((pp * tg * 1000) / ttft);
+  const got = Number(await card.getAttribute("data-score"));
+  assert.ok(Math.abs(got - want) < 0.02 * want, `LocalScore ${got}, want 10·cbrt(${pp}·${tg}·1000/${ttft}) = ${want}`);
+});
