@@ -569,6 +569,10 @@ func runsAndScores(rows []BenchRow) (int, []RunScore) {
 			first[key] = r
 			runs[key] = nil
 		}
+		if f := first[key]; f.Model == "" && r.Model != "" { // a row that failed before the engine named the model
+			f.Model = r.Model
+			first[key] = f
+		}
 		if r.Status == store.BenchOK {
 			rec := bench.Record{NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, TTFTMs: r.TTFTMs}
 			rec.AvgTs = r.AvgTS
