@@ -281,8 +281,7 @@ func (s *BenchService) Run(settings BenchSettings) ([]BenchRow, error) {
 		})
 		runErr = s.noteCancel(runErr)
 		if runErr != nil && len(plans) > 1 && strings.Contains(runErr.Error(), "positions of context") {
-			runErr = fmt.Errorf("LocalScore's pp%d+tg%d does not fit the loaded context (%w); load the model with a context of %d or more in Load options to run all nine shapes",
-				plan.NPrompt, plan.NGen, runErr, localScoreContext())
+			runErr = &localScoreContextError{shape: fmt.Sprintf("pp%d+tg%d", plan.NPrompt, plan.NGen), err: runErr}
 		}
 		runs = append(runs, s.historyRuns(out, plan, runErr, started)...)
 		done += plan.steps()
@@ -295,6 +294,20 @@ func (s *BenchService) Run(settings BenchSettings) ([]BenchRow, error) {
 	}
 	return s.save(runs, runErr)
 }
+
+// localScoreContextError says in the app's words (no CLI flag) that a LocalScore shape does not
+// fit the loaded context, and which context runs them all; the engine's error stays wrapped.
+type localScoreContextError struct {
+	shape string
+	err   error
+}
+
+func (e *localScoreContextError) Error() string {
+	return fmt.Sprintf("LocalScore's %s does not fit the loaded context; load the model with a context of %d or more in Load options to run all nine shapes",
+		e.shape, localScoreContext())
+}
+
+func (e *localScoreContextError) Unwrap() error { return e.err }
 
 // localScoreContext is the context LocalScore's largest test needs.
 func localScoreContext() int {
