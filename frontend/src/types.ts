@@ -7,6 +7,9 @@ export interface Conversation {
   createdAtMs: number;
   updatedAtMs: number;
   contextPolicy: ContextPolicy;
+  // snippet is the text around a search hit's match (absent when the title matched, and
+  // outside a search).
+  snippet?: string;
 }
 
 // ConversationExport is one conversation written out as a file (ChatService.ExportConversation).
