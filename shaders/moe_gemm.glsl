@@ -7,9 +7,10 @@
 // (quantact), W is expanded by dq32 (exact), sums in f32 in moe_matvec's order (each thread's
 // units, then a shared-memory tree over the 64 threads): within the same bound of an f64
 // reference (moe_test.go).
-// A workgroup takes NR rows of one tile (grid z: the tile, up to the bound the host dispatches;
-// tiles past tiles[0] exit): each thread expands its 32-element units of the NR rows once and
-// multiplies each with the TM pairs' units of x.
+// A workgroup takes 64/LANES groups of NR rows of one tile (grid z: the tile, up to the bound
+// the host dispatches; tiles past tiles[0] exit; LANES as moe_matvec's, the fewest of 16, 32
+// and 64 that cover a row's units): each thread expands its 32-element units of its group's
+// NR rows once and multiplies each with the TM pairs' units of x.
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
@@ -27,6 +28,7 @@ layout(push_constant) uniform P {
     uint xStride;  // elements between X rows (a multiple of 4)
     uint yStride;  // elements between Y rows
     uint rowsPerX; // row groups per grid line (gl_NumWorkGroups.x)
+    uint lanes;    // threads per group of NR rows: 16, 32 or 64
 } p;
 
 #define IQ_GRIDS_SHARED // i-quant grids in shared memory (dequant_iq.glsl); other types ignore it
@@ -42,11 +44,13 @@ void main() {
     barrier();
 #endif
     uint t = gl_WorkGroupID.z;
-    uint row0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR;
-    if (t >= tiles[0] || row0 >= p.N) return; // uniform over the workgroup
+    uint L = p.lanes;
+    uint tid = gl_LocalInvocationID.x, lane = tid % L;
+    uint wgRow0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR * (64u / L);
+    uint row0 = wgRow0 + (tid / L) * NR;
+    if (t >= tiles[0] || wgRow0 >= p.N) return; // uniform over the workgroup
     uint e = tiles[1u + 3u * t], first = tiles[2u + 3u * t], cnt = tiles[3u + 3u * t];
     if (e < p.e0 || e - p.e0 >= p.ne) return;
-    uint tid = gl_LocalInvocationID.x;
     uint rowBytes = (p.K / BLOCK_ELEMS) * BLOCK_BYTES;
     uint base = (e - p.e0) * p.N * rowBytes;
     uint xb[TM];
@@ -57,7 +61,7 @@ void main() {
     float acc[NR * TM];
     [[unroll]] for (uint i = 0u; i < NR * TM; i++) acc[i] = 0.0;
     uint units = p.K / 32u;
-    for (uint u = tid; u < units; u += 64u) {
+    for (uint u = lane; u < units && row0 < p.N; u += L) {
         uint blk = (u / UNITS_PER_BLOCK) * BLOCK_BYTES, sub = u % UNITS_PER_BLOCK;
         [[unroll]] for (uint r = 0u; r < NR; r++) {
             uint row = min(row0 + r, p.N - 1u); // a row past the end re-reads the last (never written)
@@ -74,14 +78,15 @@ void main() {
     }
     [[unroll]] for (uint i = 0u; i < NR * TM; i++) part[i * 64u + tid] = acc[i];
     barrier();
-    for (uint s = 32u; s > 0u; s >>= 1) {
-        if (tid < s) {
+    for (uint s = L >> 1; s > 0u; s >>= 1) {
+        if (lane < s) {
             [[unroll]] for (uint i = 0u; i < NR * TM; i++) part[i * 64u + tid] += part[i * 64u + tid + s];
         }
         barrier();
     }
-    if (tid < NR * TM) {
-        uint r = tid / TM, j = tid % TM;
-        if (j < cnt && row0 + r < p.N) y[sorted[first + j] * p.yStride + row0 + r] = part[tid * 64u];
+    uint g0 = tid - lane; // the group's lane 0
+    for (uint i = lane; i < NR * TM; i += L) {
+        uint r = i / TM, j = i % TM;
+        if (j < cnt && row0 + r < p.N) y[sorted[first + j] * p.yStride + row0 + r] = part[i * 64u + g0];
     }
 }

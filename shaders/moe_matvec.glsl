@@ -65,14 +65,16 @@ void main() {
     uint units = p.K / 32u;
     bool paired = p.pairOff != 0u; // uniform
     uint halves = paired ? 2u : 1u;
-    float acc[2u * NR];
-    [[unroll]] for (uint r = 0u; r < 2u * NR; r++) acc[r] = 0.0;
+    float acc[NR], accU[NR]; // the gate (or only) rows' sums, the up rows'
+    [[unroll]] for (uint r = 0u; r < NR; r++) {
+        acc[r] = 0.0;
+        accU[r] = 0.0;
+    }
     for (uint u = lane; u < units && row0 < p.N; u += L) {
         vec4 xv[8];
         [[unroll]] for (uint i = 0u; i < 8u; i++) xv[i] = x4[xBase + 8u * u + i];
         uint blk = (u / UNITS_PER_BLOCK) * BLOCK_BYTES, sub = u % UNITS_PER_BLOCK;
-        [[unroll]] for (uint hf = 0u; hf < 2u; hf++) {
-            if (hf >= halves) break; // uniform
+        [[dont_unroll]] for (uint hf = 0u; hf < halves; hf++) { // one copy of dq32's code per row
             uint hb = base + hf * p.pairOff;
             [[unroll]] for (uint r = 0u; r < NR; r++) {
                 uint row = min(row0 + r, p.N - 1u); // a row past the end re-reads the last (never written)
@@ -80,11 +82,14 @@ void main() {
                 dq32(hb + row * rowBytes + blk, sub, v);
                 float s = 0.0;
                 [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]), xv[i]);
-                acc[hf * NR + r] += s;
+                if (hf == 0u) acc[r] += s; else accU[r] += s;
             }
         }
     }
-    [[unroll]] for (uint r = 0u; r < 2u * NR; r++) part[r * 64u + tid] = acc[r];
+    [[unroll]] for (uint r = 0u; r < NR; r++) {
+        part[r * 64u + tid] = acc[r];
+        part[(NR + r) * 64u + tid] = accU[r];
+    }
     barrier();
     for (uint s = L >> 1; s > 0u; s >>= 1) {
         if (lane < s) {

@@ -140,7 +140,7 @@ func (s *Seq) MoECombine(x, o, wts, sh, g Binding, dim, used, m int, shared bool
 }
 
 // moeTilePairs is the most pairs of one expert a grouped product's tile takes (moe_gemm.glsl's
-// TM); moeTileRows the rows one of its workgroups takes (NR).
+// TM); moeTileRows the rows one group of its lanes takes (NR).
 const (
 	moeTilePairs = 16
 	moeTileRows  = 2
@@ -194,7 +194,7 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 		s.fail(fmt.Errorf("moe gemm %v: %d tiles exceed the %d-workgroup grid", t, maxTiles, maxGroups))
 		return
 	}
-	kern := s.kernel("moe_gemm_"+suf, 5, 36)
+	kern := s.kernel("moe_gemm_"+suf, 5, 40)
 	if kern == nil {
 		return
 	}
@@ -202,7 +202,9 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 	if xPerPair {
 		per = 1
 	}
-	gx, gy := grid1D((n + moeTileRows - 1) / moeTileRows)
-	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), gx),
+	lanes := moeLanes(k)
+	rows := moeTileRows * 64 / lanes
+	gx, gy := grid1D((n + rows - 1) / rows)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), gx, uint32(lanes)),
 		gx, gy, uint32(maxTiles), w, x, y, tiles, sorted)
 }
