@@ -97,6 +97,8 @@ test("search finds a word that is only in a message's text, and Enter opens the 
   await page.keyboard.type("XYLOPHONE");
   await page.waitForFunction(() => document.querySelectorAll("#conversations .conv").length === 1);
   assert.deepEqual(await titles(), ["alpha beta gamma delta epsilon zeta…"]);
+  // the hit shows the message text it matched (the FTS5 index's snippet) under its title
+  assert.match(await page.locator("#conversations .conv-snippet").textContent(), /theta xylophone iota/);
   await page.keyboard.press("Tab");
   await page.keyboard.press("Enter");
   await page.locator(".msg.user .bubble", { hasText: "xylophone" }).waitFor();
