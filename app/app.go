@@ -143,7 +143,8 @@ type ChatStore interface {
 	Messages(ctx context.Context, conversationID int64) ([]Message, error)
 	RenameConversation(ctx context.Context, id int64, title string) error
 	// SearchConversations lists the conversations not in the trash whose title or messages
-	// contain text.
+	// hold text's words (the last as a prefix), best match first, with the matching text as
+	// Snippet.
 	SearchConversations(ctx context.Context, text string) ([]Conversation, error)
 	// TrashConversation hides a conversation until RestoreConversation or DeleteConversation;
 	// the store removes what is left in the trash when it next opens.

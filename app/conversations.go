@@ -77,8 +77,10 @@ func (s *ChatService) RenameConversation(id int64, title string) (Conversation, 
 	return c, nil
 }
 
-// SearchConversations lists the conversations whose title or messages contain query (blank:
-// every conversation), most recently updated first.
+// SearchConversations lists the conversations whose title or messages hold every word of query,
+// the last as a prefix, best match first, each with the text around its match (blank: every
+// conversation, most recently updated first). A build without FTS5 matches the text as a
+// substring, most recently updated first.
 func (s *ChatService) SearchConversations(query string) ([]Conversation, error) {
 	query = strings.TrimSpace(query)
 	if query == "" {
