@@ -190,6 +190,20 @@ test("a run lands on its device's Results page with a chart point for it, counte
   assert.ok((await pointsOf("#chart-over-time")).every((p) => /tg16/.test(p.series)));
   await page.locator("#results-filter-clear").click();
   await page.waitForFunction(() => document.querySelectorAll(".results-row").length === 6);
+  // A date filter: from tomorrow leaves nothing; up to the day before today leaves only the peer's January row.
+  const day = (offset) => {
+    const d = new Date(Date.now() + offset * 86_400_000);
+    return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+  };
+  await page.locator("#results-filter-from").fill(day(1));
+  await page.waitForFunction(() => document.querySelectorAll(".results-row").length === 0);
+  assert.deepEqual(await pointsOf("#chart-over-time"), []);
+  await page.locator("#results-filter-from").fill("");
+  await page.locator("#results-filter-to").fill(day(-1));
+  await page.waitForFunction(() => document.querySelectorAll(".results-row").length === 1);
+  assert.equal(await page.locator(".results-row").getAttribute("data-test"), "tg16");
+  await page.locator("#results-filter-clear").click();
+  await page.waitForFunction(() => document.querySelectorAll(".results-row").length === 6);
 });
 
 test("two rows picked side by side show their ratio", async () => {
