@@ -73,7 +73,35 @@ func runResults(ctx context.Context, args []string) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.ID, when, r.Source, r.Status, gpuName, r.Backend,
 			r.Placement, shortModel(r.ModelFile), r.Test, rate, ttft)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Println(resultsSummary(runs))
+	return nil
+}
+
+// resultsSummary is the line under the table: rows and runs (the rows of one `vkllm bench` or
+// one imported invocation are one run), then each noisy row with the reason.
+func resultsSummary(runs []store.BenchRun) string {
+	keys := map[string]bool{}
+	var noisy []string
+	for _, r := range runs {
+		k := r.RunKey
+		if k == "" {
+			k = fmt.Sprintf("row:%d", r.ID)
+		}
+		keys[k] = true
+		if r.Status == store.BenchOK {
+			if ok, why := bench.Noisy(r.AvgTS, r.StddevTS); ok {
+				noisy = append(noisy, fmt.Sprintf("row %d (%s) is %s", r.ID, r.Test, why))
+			}
+		}
+	}
+	line := fmt.Sprintf("%d row(s) in %d run(s)", len(runs), len(keys))
+	if len(noisy) > 0 {
+		line += "\n" + strings.Join(noisy, "\n")
+	}
+	return line
 }
 
 func shortModel(path string) string {
