@@ -35,7 +35,7 @@ layout(push_constant) uniform P {
 #endif
 const uint NR = NR_ROWS; // rows per subgroup pass
 #ifndef UNITS_PER_PASS
-#define UNITS_PER_PASS 1u // the matvec_fast2_ kernels take 2 (Context.matvecUnits)
+#define UNITS_PER_PASS 1u // the matvec_fast2_ kernels take 2 (Context.matvecUnits, VKLLM_GPU_MATVEC_UNITS=2)
 #endif
 const uint UPP = UNITS_PER_PASS; // units a lane takes per loop pass
 

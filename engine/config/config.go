@@ -117,7 +117,7 @@ var (
 	GPUResident     = declare(Var{"VKLLM_GPU_RESIDENT", KindBool, "1", "0 forces the partial-offload fallback instead of the whole-model resident driver"})
 	GPUExact        = declare(Var{"VKLLM_GPU_EXACT", KindBool, "0", "1 selects the exact GPU tier: llama.cpp's CPU summation order bit for bit (2-11x slower); default the fast tier"})
 	GPUFused        = declare(Var{"VKLLM_GPU_FUSED", KindBool, "1", "0 records the fast tier's decode step unfused (separate RMSNorm, activation rounding and SwiGLU passes), for A/B measurements"})
-	GPUMatvecUnits  = declare(Var{"VKLLM_GPU_MATVEC_UNITS", KindInt, "2", "block units a lane of the fast tier's decode product takes per pass, 1 or 2 (2 keeps more weight loads in flight)"})
+	GPUMatvecUnits  = declare(Var{"VKLLM_GPU_MATVEC_UNITS", KindInt, "1", "block units a lane of the fast tier's decode product takes per pass, 1 or 2 (2 keeps more weight loads in flight; on an H200 it was no faster on Q4_K and 6% slower on Q4_0)"})
 	GPUProf         = declare(Var{"VKLLM_GPU_PROF", KindBool, "0", "1 prints per-role GPU timings from timestamp queries (per prefill window, every 32 decode tokens)"})
 	DataDir         = declare(Var{"VKLLM_DATA_DIR", KindString, "", "where the SQLite store and the sidecar token live; default the OS user data dir (XDG_DATA_HOME/vkllm on Linux)"})
 	Threads         = declare(Var{"VKLLM_THREADS", KindInt, "", "CPU threads for the CPU backend; default all cores"})

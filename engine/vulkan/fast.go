@@ -94,7 +94,9 @@ const defaultMatvecShareBelow = 1024
 
 // fastMatvec2Types have a matvec_fast2_ kernel: two units a lane per pass, so twice the weight
 // loads in flight (the Q4_0 product read 1.04 TB/s where Q8_0's, with the same loads per block
-// but 1.9x the bytes, read 1.76: the products wait on loads, not arithmetic).
+// but 1.9x the bytes, read 1.76). Not the default (VKLLM_GPU_MATVEC_UNITS=2 selects it): on the
+// H200 the 8B Q4_K decoded at 152.7 t/s with it against 151.9 without, the 8B Q4_0 at 173.8
+// against 185.5 (2026-12-02, one call), so loads in flight per lane are not what binds.
 var fastMatvec2Types = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
 
 // matVecFast records y (+)= W·x for one token on the fast tier (shapes already checked).
