@@ -86,6 +86,12 @@ test("dragging the VRAM pin down flips the verdict from fits to does not fit", a
   for (const s of texts) assert.doesNotMatch(s, /VKLLM_|--vram-mb|env/, `the verdict names a setting: ${s}`);
   const bar = page.locator(".whatif-bar .seg.weights");
   assert.equal(await bar.count(), 1, "the stacked bar has no weights segment");
+  // WHATIF_SHOT=../docs/screenshot-whatif.png keeps a picture of the what-if for the README: the
+  // pin dragged just under the model's need, so the verdict and the bar say why it declines
+  if (process.env.WHATIF_SHOT) {
+    await setPin(sweep[flip]);
+    await page.locator("#whatif").screenshot({ path: join(import.meta.dirname, "..", process.env.WHATIF_SHOT) });
+  }
 });
 
 test("the WebAssembly plan equals the sidecar's plan for the same pin and context", async (t) => {
