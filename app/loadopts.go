@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/engine/plan"
 )
 
 // LoadOptions are how a model is loaded, kept per model (by its path) and applied by reloading
@@ -252,23 +253,18 @@ func (s *LoadOptionsService) planBound(st *LoadState, info engine.ModelInfo, dev
 		st.PlanVerdict = "No plan for this device: " + err.Error()
 		return
 	}
-	var p struct {
-		Ctx struct {
-			Chosen int `json:"chosen"`
-		} `json:"ctx"`
-		Verdict struct {
-			Armed bool   `json:"armed"`
-			Text  string `json:"text"`
-		} `json:"verdict"`
-	}
+	var p plan.Plan
 	if err := json.Unmarshal(raw, &p); err != nil {
 		st.PlanVerdict = "The plan's answer did not parse: " + err.Error()
 		return
 	}
-	st.PlanVerdict = p.Verdict.Text
+	// In the app's words, not the plan's line (which names the CLI's settings).
 	if p.Verdict.Armed {
 		st.PlanContext = p.Ctx.Chosen
+		st.PlanVerdict = fmt.Sprintf("it fits whole on the GPU at a context of %d tokens.", p.Ctx.Chosen)
+		return
 	}
+	st.PlanVerdict = strings.TrimPrefix(planDeclinedWords(&p), "On the CPU: ")
 }
 
 // Apply reloads the loaded model with opts and saves them for it. The options are checked

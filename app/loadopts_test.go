@@ -28,7 +28,7 @@ func (e *optionsEngine) Plan(_ context.Context, req PlanRequest) (json.RawMessag
 	if req.Device != nil && *req.Device == 1 {
 		armed, chosen = false, 0
 	}
-	return json.Marshal(map[string]any{"ctx": map[string]any{"chosen": chosen}, "verdict": map[string]any{"armed": armed, "text": "the plan's line"}})
+	return json.Marshal(map[string]any{"ctx": map[string]any{"chosen": chosen}, "verdict": map[string]any{"armed": armed, "text": "the plan's line - VKLLM_GPU_VRAM_MB pins the cap"}})
 }
 
 func (e *optionsEngine) LoadModelWith(_ context.Context, l EngineLoad) (engine.ModelInfo, error) {
@@ -88,6 +88,9 @@ func TestLoadOptionsShowBothContextBoundsAndTheDevices(t *testing.T) {
 		}
 		if st.TrainedContext != 32768 || st.PlanContext != c.planContext || st.PlanDevice != c.planDevice || (st.PlanVerdict == "") != c.verdictEmpty {
 			t.Errorf("%s: trained %d plan %d on %q verdict %q; want 32768, %d on %q", c.device, st.TrainedContext, st.PlanContext, st.PlanDevice, st.PlanVerdict, c.planContext, c.planDevice)
+		}
+		if strings.Contains(st.PlanVerdict, "VKLLM_") || strings.Contains(st.PlanVerdict, "plan's line") {
+			t.Errorf("%s: the verdict %q is the plan's line, not the app's words", c.device, st.PlanVerdict)
 		}
 	}
 	st, _ := svc.Current()

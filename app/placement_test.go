@@ -155,4 +155,6 @@ type noModelEngine struct {
 	err error
 }
 
-func (e *noModelEngine) Model(context.Context) (engine.ModelInfo, error) { return engine.ModelInfo{}, e.err }
+func (e *noModelEngine) Model(context.Context) (engine.ModelInfo, error) {
+	return engine.ModelInfo{}, e.err
+}

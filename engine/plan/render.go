@@ -65,9 +65,6 @@ type Verdict struct {
 	Armed  bool   `json:"armed"`
 	Forced bool   `json:"forced_split"` // VKLLM_GPU_RESIDENT=0
 	Text   string `json:"text"`
-	// Note is said beside the verdict when the bytes fit but the drivers cannot serve the
-	// model yet (a mixture of experts): what the numbers mean and who serves instead.
-	Note string `json:"note,omitempty"`
 }
 
 // Split is the partial offload the fallback runs.
@@ -308,9 +305,6 @@ func (p Plan) Breakdown() string {
 	row("ctx", "%d (%s)", c.Chosen, strings.Join(notes, ", "))
 	row("need", "%d MB at ctx %d", MBUp(p.NeedBytes), c.Start)
 	row("verdict", "%s", p.Verdict.Text)
-	if p.Verdict.Note != "" {
-		row("note", "%s", p.Verdict.Note)
-	}
 	if p.Split != nil {
 		sp := p.Split
 		which := "none"

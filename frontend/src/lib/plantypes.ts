@@ -46,6 +46,6 @@ export interface PlanJSON {
   usable_bytes: number;
   need_bytes: number;
   ctx: { start: number; fit: number; replanned: boolean; chosen: number; floor: number; bound_by?: string };
-  verdict: { armed: boolean; forced_split: boolean; text: string; note?: string };
+  verdict: { armed: boolean; forced_split: boolean; text: string };
   split?: { gpu_layers: number; layers: number; output_on_gpu: boolean; gpu_bytes: number };
 }
