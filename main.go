@@ -115,7 +115,7 @@ func newServices(ctx context.Context, eng benchEngine, chats app.ChatStore, pins
 		Chat:    app.NewChatService(ctx, eng, chats, em),
 		Model:   app.NewModelService(ctx, eng, em),
 		Devices: app.NewDevicesService(ctx, eng),
-		Pins:    app.NewPinService(ctx, pins),
+		Pins:    app.NewPinService(ctx, pins, eng),
 		Plan:    app.NewPlanService(ctx, eng),
 		Bench:   app.NewBenchService(ctx, eng, benches, em),
 	}

@@ -109,13 +109,54 @@ func (s *PlanService) Plan(req PlanRequest) (json.RawMessage, error) {
 
 // PinService lists, sets and clears the per-GPU VRAM pins the plan honours.
 type PinService struct {
-	ctx   context.Context
-	store PinStore
+	ctx     context.Context
+	store   PinStore
+	devices DeviceLister // nil: pins are not checked against this machine's GPUs
 }
 
-// NewPinService returns the pin service.
-func NewPinService(ctx context.Context, st PinStore) *PinService {
-	return &PinService{ctx: ctx, store: st}
+// DeviceLister is the engine's device list (the sidecar's /vkllm/devices JSON).
+type DeviceLister interface {
+	Devices(ctx context.Context) (json.RawMessage, error)
+}
+
+// NewPinService returns the pin service; a pin may name only a GPU devices lists (nil: any key).
+func NewPinService(ctx context.Context, st PinStore, devices DeviceLister) *PinService {
+	return &PinService{ctx: ctx, store: st, devices: devices}
+}
+
+// checkDevice says, when the key names no GPU of this machine, which ones there are.
+func (s *PinService) checkDevice(deviceKey string) error {
+	if s.devices == nil {
+		return nil
+	}
+	raw, err := s.devices.Devices(s.ctx)
+	if err != nil {
+		return fmt.Errorf("set pin for %s: the GPUs of this machine could not be listed (%w); try again once the engine runs", deviceKey, err)
+	}
+	var rep struct {
+		Vulkan []struct {
+			Index    int    `json:"index"`
+			Name     string `json:"name"`
+			VendorID uint32 `json:"vendor_id"`
+			DeviceID uint32 `json:"device_id"`
+			UUID     string `json:"uuid"`
+		} `json:"vulkan"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return fmt.Errorf("set pin for %s: the engine's device list did not parse (%w)", deviceKey, err)
+	}
+	var have []string
+	for _, d := range rep.Vulkan {
+		key := fmt.Sprintf("%04x:%04x:%s", d.VendorID, d.DeviceID, d.UUID) // vulkan.DeviceInfo.Key
+		if key == deviceKey {
+			return nil
+		}
+		have = append(have, fmt.Sprintf("GPU %d %s (%s)", d.Index, d.Name, key))
+	}
+	if len(have) == 0 {
+		return fmt.Errorf("set pin for %s: this machine has no Vulkan GPU to pin", deviceKey)
+	}
+	return fmt.Errorf("set pin for %s: no GPU of this machine has that key; pick one of: %s", deviceKey, strings.Join(have, ", "))
 }
 
 // List returns every pin.
@@ -138,6 +179,9 @@ func (s *PinService) Set(deviceKey string, mb int) error {
 	}
 	if mb <= 0 {
 		return fmt.Errorf("set pin for %s: %d MiB is not a size; give a positive number of MiB", deviceKey, mb)
+	}
+	if err := s.checkDevice(deviceKey); err != nil {
+		return err
 	}
 	if err := s.store.SetPin(s.ctx, deviceKey, mb); err != nil {
 		return fmt.Errorf("set pin for %s: %w", deviceKey, err)

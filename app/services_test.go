@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 
 func TestPinServiceValidatesAndRoundTrips(t *testing.T) {
 	st := newMemStore()
-	svc := NewPinService(context.Background(), st)
+	svc := NewPinService(context.Background(), st, nil)
 	bad := []struct {
 		key  string
 		mb   int
@@ -95,5 +96,42 @@ func TestModelOpenThatFailsAnnouncesTheModelStillServing(t *testing.T) {
 	}
 	if len(rec.events) != 1 || rec.events[0].payload.(EngineEvent).Model == nil || rec.events[0].payload.(EngineEvent).Model.Name != "old.gguf" {
 		t.Fatalf("events = %+v, want one model event naming old.gguf", rec.events)
+	}
+}
+
+// fixedDevices is an engine device list.
+type fixedDevices struct {
+	raw string
+	err error
+}
+
+func (f fixedDevices) Devices(context.Context) (json.RawMessage, error) {
+	return json.RawMessage(f.raw), f.err
+}
+
+// A pin may name only a GPU this machine has; the refusal names the ones there are.
+func TestPinServiceAcceptsOnlyThisMachinesGPUs(t *testing.T) {
+	const two = `{"vulkan":[{"index":0,"name":"NVIDIA H200","vendor_id":4318,"device_id":9013,"uuid":"18c4"},{"index":1,"name":"llvmpipe","vendor_id":65541,"device_id":0,"uuid":"6d65"}]}`
+	for _, c := range []struct {
+		name, devices, key string
+		listErr            error
+		want               string // "" accepts
+	}{
+		{"the first GPU", two, "10de:2335:18c4", nil, ""},
+		{"the second GPU", two, "10005:0000:6d65", nil, ""},
+		{"a made-up key", two, "10de:2684:abcd", nil, "pick one of: GPU 0 NVIDIA H200 (10de:2335:18c4), GPU 1 llvmpipe (10005:0000:6d65)"},
+		{"no GPU at all", `{"vulkan":[]}`, "10de:2335:18c4", nil, "no Vulkan GPU to pin"},
+		{"the engine is down", "", "10de:2335:18c4", errors.New("connection refused"), "could not be listed (connection refused)"},
+	} {
+		st := newMemStore()
+		svc := NewPinService(context.Background(), st, fixedDevices{c.devices, c.listErr})
+		err := svc.Set(c.key, 4096)
+		pins, _ := svc.List()
+		switch {
+		case c.want == "" && (err != nil || len(pins) != 1):
+			t.Errorf("%s: Set = %v, pins %v; want it kept", c.name, err, pins)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || len(pins) != 0):
+			t.Errorf("%s: Set = %v, pins %v; want a refusal with %q and nothing kept", c.name, err, pins, c.want)
+		}
 	}
 }

@@ -63,7 +63,7 @@ func FuzzWebBindingCalls(f *testing.F) {
 	services := map[string]any{
 		"ChatService":  NewChatService(ctx, eng, st, hub),
 		"ModelService": NewModelService(ctx, eng, hub),
-		"PinService":   NewPinService(ctx, st),
+		"PinService":   NewPinService(ctx, st, nil),
 		"BenchService": NewBenchService(ctx, &fakeBenchEngine{}, benchStore, hub),
 	}
 	names := []string{"ChatService", "ModelService", "PinService", "BenchService"}

@@ -24,7 +24,7 @@ func newTestServer(t *testing.T) (*httptest.Server, *fakeEngine, *memStore) {
 	ws := NewWebServer(assets, hub, map[string]any{
 		"ChatService":  NewChatService(ctx, eng, st, hub),
 		"ModelService": NewModelService(ctx, eng, hub),
-		"PinService":   NewPinService(ctx, st),
+		"PinService":   NewPinService(ctx, st, nil),
 	})
 	srv := httptest.NewServer(ws)
 	t.Cleanup(func() { hub.closeAll(); srv.Close() })
