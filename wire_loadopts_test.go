@@ -65,7 +65,7 @@ func TestTheStartUpModelLoadsOnceWithItsSavedOptions(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		saved   string // "" = none saved
+		saved   string   // "" = none saved
 		want    []string // the load lines
 		wantCtx int
 	}{
