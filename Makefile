@@ -78,9 +78,11 @@ vet:
 # validation layer (vulkan-validationlayers) counting errors. The Vulkan packages run a second time
 # under GOEXPERIMENT=cgocheck2, which checks every Go pointer handed to C. A current glslc (fetched
 # by ../shared/tools/get-glslc.sh into .tools/vk) lets shaders/ check the committed SPIR-V is current.
+# -timeout: go test's default 10 minutes per package is near what engine/vulkan takes on lavapipe under
+# cgocheck2 on a busy 2-core machine; a hang still ends the run.
 gotest: glslc
-	$(GO) test -tags $(GOTAGS) -count=1 ./...
-	GOEXPERIMENT=cgocheck2 $(GO) test -tags $(GOTAGS) -count=1 ./engine/vulkan/... ./shaders
+	$(GO) test -tags $(GOTAGS) -count=1 -timeout 30m ./...
+	GOEXPERIMENT=cgocheck2 $(GO) test -tags $(GOTAGS) -count=1 -timeout 30m ./engine/vulkan/... ./shaders
 
 ## fuzz-short: every fuzz target for FUZZTIME executions (2000) from its committed corpus (testdata/fuzz); a
 ## crash it finds is written there as a new seed and fails the run (docs/RELIABILITY.md)

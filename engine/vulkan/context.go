@@ -110,20 +110,16 @@ func Open(opts Options) (*Context, error) {
 }
 
 func (c *Context) pickQueueFamily() error {
-	var n uint32
-	vk.GetPhysicalDeviceQueueFamilyProperties(c.physical, &n, nil)
-	fams := make([]vk.QueueFamilyProperties, n)
-	vk.GetPhysicalDeviceQueueFamilyProperties(c.physical, &n, fams)
+	fams := queueFamilies(c.physical)
 	best := -1
 	for i := range fams {
-		fams[i].Deref()
-		flags := vk.QueueFlagBits(fams[i].QueueFlags)
+		flags := fams[i].flags
 		if flags&vk.QueueComputeBit == 0 {
 			continue
 		}
 		// Prefer a compute queue with timestamps; a compute-only family beats a graphics one.
-		if best < 0 || (fams[best].TimestampValidBits == 0 && fams[i].TimestampValidBits != 0) ||
-			(vk.QueueFlagBits(fams[best].QueueFlags)&vk.QueueGraphicsBit != 0 && flags&vk.QueueGraphicsBit == 0 && fams[i].TimestampValidBits != 0) {
+		if best < 0 || (fams[best].timestampBits == 0 && fams[i].timestampBits != 0) ||
+			(fams[best].flags&vk.QueueGraphicsBit != 0 && flags&vk.QueueGraphicsBit == 0 && fams[i].timestampBits != 0) {
 			best = i
 		}
 	}
@@ -131,7 +127,7 @@ func (c *Context) pickQueueFamily() error {
 		return fmt.Errorf("Vulkan device %q has no compute queue: choose another with --device or VKLLM_DEVICE", c.Info.Name)
 	}
 	c.family = uint32(best)
-	if fams[best].TimestampValidBits != 0 {
+	if fams[best].timestampBits != 0 {
 		c.timestampNs = float64(c.raw.c.props.limits.timestampPeriod)
 	}
 	return nil

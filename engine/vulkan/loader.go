@@ -348,7 +348,9 @@ func load() error {
 		vk.SetGetInstanceProcAddr(C.vkl_gipa_ptr())
 		if err := vk.Init(); err != nil {
 			loadErr = fmt.Errorf("%w (initialise global entry points: %v)", ErrNoLoader, err)
+			return
 		}
+		loadErr = loadCalls()
 	})
 	return loadErr
 }

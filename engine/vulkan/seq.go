@@ -55,8 +55,6 @@ func (c *Context) Kernel(name string, bindings, pushBytes int) (*Kernel, error) 
 	k := &Kernel{Name: name, bindings: bindings, pushBytes: pushBytes}
 	pin.Pin(&words[0])
 	var moduleOut vk.ShaderModule
-	var setLayoutOut vk.DescriptorSetLayout
-	var layoutOut vk.PipelineLayout
 	if r := vk.CreateShaderModule(c.dev, &vk.ShaderModuleCreateInfo{
 		SType:    vk.StructureTypeShaderModuleCreateInfo,
 		CodeSize: uint(len(code)),
@@ -65,60 +63,27 @@ func (c *Context) Kernel(name string, bindings, pushBytes int) (*Kernel, error) 
 		return nil, fmt.Errorf("create shader module %q: %w", name, resultError(r))
 	}
 	k.module = moduleOut
-	lb := make([]vk.DescriptorSetLayoutBinding, bindings)
-	for i := range lb {
-		lb[i] = vk.DescriptorSetLayoutBinding{
-			Binding:         uint32(i),
-			DescriptorType:  vk.DescriptorTypeStorageBuffer,
-			DescriptorCount: 1,
-			StageFlags:      vk.ShaderStageFlags(vk.ShaderStageComputeBit),
+	if bindings > maxBindings {
+		vk.DestroyShaderModule(c.dev, k.module, nil)
+		return nil, fmt.Errorf("kernel %q has %d bindings, at most %d supported", name, bindings, maxBindings)
+	}
+	setLayout, layout, r := createStorageLayout(c.dev, bindings, pushBytes)
+	if r != vk.Success {
+		if setLayout != vk.NullDescriptorSetLayout {
+			vk.DestroyDescriptorSetLayout(c.dev, setLayout, nil)
 		}
-	}
-	if r := vk.CreateDescriptorSetLayout(c.dev, &vk.DescriptorSetLayoutCreateInfo{
-		SType:        vk.StructureTypeDescriptorSetLayoutCreateInfo,
-		BindingCount: uint32(bindings),
-		PBindings:    lb,
-	}, nil, &setLayoutOut); r != vk.Success {
 		vk.DestroyShaderModule(c.dev, k.module, nil)
-		return nil, fmt.Errorf("create descriptor set layout for %q: %w", name, resultError(r))
+		return nil, fmt.Errorf("create the descriptor set and pipeline layouts for %q: %w", name, resultError(r))
 	}
-	k.setLayout = setLayoutOut
-	setLayouts := []vk.DescriptorSetLayout{k.setLayout}
-	pin.Pin(&setLayouts[0])
-	plci := &vk.PipelineLayoutCreateInfo{
-		SType:          vk.StructureTypePipelineLayoutCreateInfo,
-		SetLayoutCount: 1,
-		PSetLayouts:    setLayouts,
-	}
-	if pushBytes > 0 {
-		ranges := []vk.PushConstantRange{{StageFlags: vk.ShaderStageFlags(vk.ShaderStageComputeBit), Size: uint32(pushBytes)}}
-		plci.PushConstantRangeCount = 1
-		plci.PPushConstantRanges = ranges
-	}
-	if r := vk.CreatePipelineLayout(c.dev, plci, nil, &layoutOut); r != vk.Success {
-		vk.DestroyDescriptorSetLayout(c.dev, k.setLayout, nil)
-		vk.DestroyShaderModule(c.dev, k.module, nil)
-		return nil, fmt.Errorf("create pipeline layout for %q: %w", name, resultError(r))
-	}
-	k.layout = layoutOut
-	pipes := make([]vk.Pipeline, 1)
-	pin.Pin(&pipes[0])
-	if r := vk.CreateComputePipelines(c.dev, vk.NullPipelineCache, 1, []vk.ComputePipelineCreateInfo{{
-		SType: vk.StructureTypeComputePipelineCreateInfo,
-		Stage: vk.PipelineShaderStageCreateInfo{
-			SType:  vk.StructureTypePipelineShaderStageCreateInfo,
-			Stage:  vk.ShaderStageComputeBit,
-			Module: k.module,
-			PName:  "main\x00",
-		},
-		Layout: k.layout,
-	}}, nil, pipes); r != vk.Success {
+	k.setLayout, k.layout = setLayout, layout
+	pipeline, r := createComputePipeline(c.dev, k.module, k.layout)
+	if r != vk.Success {
 		vk.DestroyPipelineLayout(c.dev, k.layout, nil)
 		vk.DestroyDescriptorSetLayout(c.dev, k.setLayout, nil)
 		vk.DestroyShaderModule(c.dev, k.module, nil)
 		return nil, fmt.Errorf("create compute pipeline %q: %w", name, resultError(r))
 	}
-	k.pipeline = pipes[0]
+	k.pipeline = pipeline
 	c.kernels[name] = k
 	return k, nil
 }
@@ -174,6 +139,9 @@ type Seq struct {
 
 const setsPerPool = 256
 
+// maxBindings is the most storage buffers one kernel binds (calls.go's VKLC_MAX_BINDINGS).
+const maxBindings = 8
+
 // NewSeq begins a command buffer.
 func (c *Context) NewSeq() (*Seq, error) {
 	cmds := make([]vk.CommandBuffer, 1)
@@ -202,33 +170,15 @@ func (s *Seq) fail(err error) {
 func (s *Seq) allocSet(k *Kernel) (vk.DescriptorSet, error) {
 	c := s.c
 	if s.setsLeft == 0 {
-		sizes := []vk.DescriptorPoolSize{{Type: vk.DescriptorTypeStorageBuffer, DescriptorCount: setsPerPool * 8}}
-		var pool vk.DescriptorPool
-		if r := vk.CreateDescriptorPool(c.dev, &vk.DescriptorPoolCreateInfo{
-			SType:         vk.StructureTypeDescriptorPoolCreateInfo,
-			MaxSets:       setsPerPool,
-			PoolSizeCount: 1,
-			PPoolSizes:    sizes,
-		}, nil, &pool); r != vk.Success {
+		pool, r := createStoragePool(c.dev, setsPerPool, setsPerPool*maxBindings)
+		if r != vk.Success {
 			return vk.NullDescriptorSet, fmt.Errorf("create descriptor pool: %w", resultError(r))
 		}
 		s.pools = append(s.pools, pool)
 		s.setsLeft = setsPerPool
 	}
-	if k.bindings > 8 {
-		return vk.NullDescriptorSet, fmt.Errorf("kernel %q has %d bindings, at most 8 supported", k.Name, k.bindings)
-	}
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	layouts := []vk.DescriptorSetLayout{k.setLayout}
-	pin.Pin(&layouts[0])
-	var set vk.DescriptorSet
-	if r := vk.AllocateDescriptorSets(c.dev, &vk.DescriptorSetAllocateInfo{
-		SType:              vk.StructureTypeDescriptorSetAllocateInfo,
-		DescriptorPool:     s.pools[len(s.pools)-1],
-		DescriptorSetCount: 1,
-		PSetLayouts:        layouts,
-	}, &set); r != vk.Success {
+	set, r := allocateSet(c.dev, s.pools[len(s.pools)-1], k.setLayout)
+	if r != vk.Success {
 		return vk.NullDescriptorSet, fmt.Errorf("allocate descriptor set: %w", resultError(r))
 	}
 	s.setsLeft--
@@ -258,8 +208,7 @@ func (s *Seq) Dispatch(k *Kernel, push []byte, gx, gy, gz uint32, binds ...Bindi
 		s.fail(err)
 		return
 	}
-	infos := make([]vk.DescriptorBufferInfo, len(binds))
-	writes := make([]vk.WriteDescriptorSet, len(binds))
+	ranges := make([]storageRange, len(binds))
 	for i, b := range binds {
 		size := b.Size
 		if size == 0 {
@@ -277,27 +226,12 @@ func (s *Seq) Dispatch(k *Kernel, push []byte, gx, gy, gz uint32, binds ...Bindi
 			s.fail(fmt.Errorf("kernel %q binding %d: offset %d not a multiple of minStorageBufferOffsetAlignment %d", k.Name, i, b.Off, c.minOffsetAlign))
 			return
 		}
-		infos[i] = vk.DescriptorBufferInfo{Buffer: b.Buf.handle, Offset: vk.DeviceSize(b.Off), Range: vk.DeviceSize(size)}
-		writes[i] = vk.WriteDescriptorSet{
-			SType:           vk.StructureTypeWriteDescriptorSet,
-			DstSet:          set,
-			DstBinding:      uint32(i),
-			DescriptorCount: 1,
-			DescriptorType:  vk.DescriptorTypeStorageBuffer,
-			PBufferInfo:     infos[i : i+1],
-		}
+		ranges[i] = storageRange{buf: b.Buf.handle, off: b.Off, bytes: size}
 	}
-	var pin runtime.Pinner
-	for i := range infos {
-		pin.Pin(&infos[i])
+	if err := bindStorage(c.dev, s.cmd, k, set, ranges); err != nil {
+		s.fail(err)
+		return
 	}
-	vk.UpdateDescriptorSets(c.dev, uint32(len(writes)), writes, 0, nil)
-	pin.Unpin()
-	vk.CmdBindPipeline(s.cmd, vk.PipelineBindPointCompute, k.pipeline)
-	sets := []vk.DescriptorSet{set}
-	pin.Pin(&sets[0])
-	vk.CmdBindDescriptorSets(s.cmd, vk.PipelineBindPointCompute, k.layout, 0, 1, sets, 0, nil)
-	pin.Unpin()
 	if len(push) > 0 {
 		vk.CmdPushConstants(s.cmd, k.layout, vk.ShaderStageFlags(vk.ShaderStageComputeBit), 0, uint32(len(push)), unsafe.Pointer(&push[0]))
 	}
@@ -309,13 +243,7 @@ func (s *Seq) Barrier() {
 	if s.err != nil {
 		return
 	}
-	mb := []vk.MemoryBarrier{{
-		SType:         vk.StructureTypeMemoryBarrier,
-		SrcAccessMask: vk.AccessFlags(vk.AccessShaderWriteBit | vk.AccessTransferWriteBit),
-		DstAccessMask: vk.AccessFlags(vk.AccessShaderReadBit | vk.AccessShaderWriteBit | vk.AccessTransferReadBit | vk.AccessTransferWriteBit),
-	}}
-	stages := vk.PipelineStageFlags(vk.PipelineStageComputeShaderBit | vk.PipelineStageTransferBit)
-	vk.CmdPipelineBarrier(s.cmd, stages, stages, 0, 1, mb, 0, nil, 0, nil)
+	cmdBarrier(s.cmd)
 }
 
 // Copy records a buffer-to-buffer copy of n bytes.
@@ -323,8 +251,7 @@ func (s *Seq) Copy(src *Buffer, srcOff uint64, dst *Buffer, dstOff, n uint64) {
 	if s.err != nil {
 		return
 	}
-	regions := []vk.BufferCopy{{SrcOffset: vk.DeviceSize(srcOff), DstOffset: vk.DeviceSize(dstOff), Size: vk.DeviceSize(n)}}
-	vk.CmdCopyBuffer(s.cmd, src.handle, dst.handle, 1, regions)
+	cmdCopy(s.cmd, src.handle, dst.handle, srcOff, dstOff, n)
 }
 
 // EnableTimestamps reserves n timestamp queries for Stamp (no-op when the queue has none).
@@ -393,13 +320,7 @@ func (s *Seq) Run() error {
 	c := s.c
 	var pin runtime.Pinner
 	defer pin.Unpin()
-	cmds := []vk.CommandBuffer{s.cmd}
-	pin.Pin(&cmds[0])
-	if r := vk.QueueSubmit(c.queue, 1, []vk.SubmitInfo{{
-		SType:              vk.StructureTypeSubmitInfo,
-		CommandBufferCount: 1,
-		PCommandBuffers:    cmds,
-	}}, c.fence); r != vk.Success {
+	if r := queueSubmit(c.queue, s.cmd, c.fence); r != vk.Success {
 		return fmt.Errorf("submit command buffer: %w", resultError(r))
 	}
 	fences := []vk.Fence{c.fence}
