@@ -35,7 +35,7 @@ func FuzzEncodePiecesRebuildTheInput(f *testing.F) {
 		f.Fatal(err)
 	}
 	toks = append(toks, spm)
-	for _, pre := range []string{"default", "gpt-2", "llama-bpe", "qwen2", "falcon", "starcoder", "deepseek-llm", "deepseek-coder"} {
+	for _, pre := range []string{"default", "gpt-2", "llama-bpe", "qwen2", "falcon", "starcoder", "deepseek-llm", "deepseek-coder", "qwen35"} {
 		tok, err := New(byteLevelVocab(pre))
 		if err != nil {
 			f.Fatal(err)

@@ -1,7 +1,11 @@
 package tokenizer
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
+	"sort"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -9,8 +13,9 @@ import (
 // A pre-tokenizer splits text into words before BPE merges run inside each word. llama.cpp describes
 // each family as a list of regular expressions applied one after another: every step splits each
 // piece produced by the previous step into the regions it matches and the gaps between matches.
-// Go's regexp has no lookahead, so the two patterns that need it (the GPT-2 pattern and the
-// llama-3/qwen2 pattern) are hand-written scanners; the rest run through regexp with \s spelled out.
+// Go's regexp has no lookahead, so the patterns that need it (the GPT-2 pattern and the llama-3
+// family: llama-3, qwen2, qwen35) are hand-written scanners; the rest run through regexp with \s
+// spelled out.
 
 // splitStep splits one chunk of code points (given as the rune view) into piece lengths.
 type splitStep func(rs []rune) []int
@@ -22,6 +27,7 @@ type preTokenizer struct {
 	ignoreMerges bool // a word that is already a whole token is emitted as it is (llama-3)
 	cleanSpaces  bool // detokenize removes the space before ,.?! and some contractions
 	addBOS       bool // the family's default for add_bos_token
+	noBOS        bool // no BOS token unless tokenizer.ggml.bos_token_id names one (glm4)
 }
 
 // ws is \s as C++ std::regex matches it once llama.cpp has replaced every non-ASCII white space
@@ -56,45 +62,60 @@ var (
 	reSpacePunct    = regexp.MustCompile(`[` + ws + `]?\pP+`)
 )
 
-// newPreTokenizer returns the configuration llama.cpp uses for tokenizer.ggml.pre = name. Like
-// llama.cpp, an unknown name falls back to the default rules (known reports false).
-func newPreTokenizer(name string) (p *preTokenizer, known bool) {
-	p = &preTokenizer{name: name, cleanSpaces: true}
-	gpt2 := splitGPT2
-	switch name {
-	case "", "default":
-		p.steps = []splitStep{regexStep(reDefaultPunct), gpt2, regexStep(reDigitRun), regexStep(reThreeDigits)}
-	case "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en", "jina-v2-es", "jina-v2-de",
-		"jina-v2-code", "roberta-bpe", "mpt", "olmo", "jais":
-		p.steps = []splitStep{gpt2}
-	case "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2":
-		p.steps = []splitStep{splitLlama3}
-		p.ignoreMerges, p.addBOS = true, true
-	case "dbrx", "smaug-bpe":
-		p.steps = []splitStep{splitLlama3}
-	case "qwen2", "deepseek-r1-qwen", "megrez":
-		p.steps = []splitStep{splitQwen2}
-		p.cleanSpaces = false
-	case "deepseek-llm":
-		p.steps = []splitStep{regexStep(reNewline), regexStep(reDeepseekLetters), regexStep(reDeepseekPunct),
-			regexStep(reTrailingSpace), regexStep(reCJK), regexStep(reDigitRun)}
-		p.cleanSpaces = false
-	case "deepseek-coder":
-		p.steps = []splitStep{regexStep(reNewline), regexStep(reSpaceLetters), regexStep(reSpacePunct),
-			regexStep(reCJK), regexStep(reOneDigit)}
-		p.cleanSpaces = false
-	case "falcon":
-		p.steps = []splitStep{regexStep(reFalconPunct), gpt2, regexStep(reThreeDigits)}
-	case "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b":
-		p.steps = []splitStep{regexStep(reOneDigit), gpt2}
-		if name == "command-r" || name == "smollm" {
-			p.cleanSpaces = false
-		}
-	default:
-		p.steps = []splitStep{regexStep(reDefaultPunct), gpt2, regexStep(reDigitRun), regexStep(reThreeDigits)}
-		return p, false
+// preFamilies lists the split rules and flags this package implements, each under every
+// tokenizer.ggml.pre name llama.cpp gives it; newPreTokenizer refuses any other name.
+var preFamilies = []struct {
+	names []string
+	rules preTokenizer
+}{
+	{[]string{"default"}, preTokenizer{steps: []splitStep{regexStep(reDefaultPunct), splitGPT2, regexStep(reDigitRun),
+		regexStep(reThreeDigits)}, cleanSpaces: true}},
+	{[]string{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code",
+		"roberta-bpe", "mpt", "olmo", "jais", "a.x-4.0", "mellum", "modern-bert", "exaone4"},
+		preTokenizer{steps: []splitStep{splitGPT2}, cleanSpaces: true}},
+	{[]string{"trillion", "granite-docling"}, preTokenizer{steps: []splitStep{splitGPT2}}},
+	{[]string{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"},
+		preTokenizer{steps: []splitStep{splitLlama3}, ignoreMerges: true, cleanSpaces: true, addBOS: true}},
+	{[]string{"dbrx", "smaug-bpe"}, preTokenizer{steps: []splitStep{splitLlama3}, cleanSpaces: true}},
+	{[]string{"glm4", "chatglm-bpe"}, preTokenizer{steps: []splitStep{splitLlama3}, cleanSpaces: true, noBOS: true}},
+	{[]string{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open", "grok-2"},
+		preTokenizer{steps: []splitStep{splitQwen2}}},
+	{[]string{"stablelm2", "megrez"}, preTokenizer{steps: []splitStep{splitQwen2}, cleanSpaces: true}},
+	{[]string{"qwen35"}, preTokenizer{steps: []splitStep{splitQwen35}}},
+	{[]string{"deepseek-llm"}, preTokenizer{steps: []splitStep{regexStep(reNewline), regexStep(reDeepseekLetters),
+		regexStep(reDeepseekPunct), regexStep(reTrailingSpace), regexStep(reCJK), regexStep(reDigitRun)}}},
+	{[]string{"deepseek-coder"}, preTokenizer{steps: []splitStep{regexStep(reNewline), regexStep(reSpaceLetters),
+		regexStep(reSpacePunct), regexStep(reCJK), regexStep(reOneDigit)}}},
+	{[]string{"falcon"}, preTokenizer{steps: []splitStep{regexStep(reFalconPunct), splitGPT2, regexStep(reThreeDigits)},
+		cleanSpaces: true}},
+	{[]string{"starcoder", "refact", "codeshell", "exaone", "minerva-7b", "mellum2"},
+		preTokenizer{steps: []splitStep{regexStep(reOneDigit), splitGPT2}, cleanSpaces: true}},
+	{[]string{"command-r", "smollm"}, preTokenizer{steps: []splitStep{regexStep(reOneDigit), splitGPT2}}},
+}
+
+// preNames is every tokenizer.ggml.pre name in preFamilies, sorted, for messages.
+func preNames() []string {
+	var names []string
+	for _, f := range preFamilies {
+		names = append(names, f.names...)
 	}
-	return p, true
+	sort.Strings(names)
+	return names
+}
+
+// newPreTokenizer returns the configuration llama.cpp uses for tokenizer.ggml.pre = name. Like
+// llama.cpp, it refuses a name it does not know: other split rules would hand the model token
+// sequences it was never trained on.
+func newPreTokenizer(name string) (*preTokenizer, error) {
+	for _, f := range preFamilies {
+		if slices.Contains(f.names, name) {
+			p := f.rules
+			p.name = name
+			return &p, nil
+		}
+	}
+	return nil, fmt.Errorf("tokenizer.ggml.pre %q is not supported: other split rules would give the model tokens it was not trained on (supported: %s)",
+		name, strings.Join(preNames(), ", "))
 }
 
 // view maps text to the code points the split rules see: llama.cpp hands every non-ASCII white
@@ -248,17 +269,31 @@ func matchGPT2(rs []rune, i int) int {
 	return 1 // unmatched: a gap of one code point
 }
 
-// splitLlama3 scans the llama-3 pattern
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-func splitLlama3(rs []rune) []int { return splitLlamaStyle(rs, 3) }
+// llamaStyle is what varies across the llama-3 family of patterns
+//
+//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?W+|\p{N}{1,D}| ?[^\sW\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// where W, the code points of a word, is \p{L}, or [\p{L}\p{M}] when words keep their combining
+// marks, and D is the longest run of digits kept together.
+type llamaStyle struct {
+	marks     bool // W is [\p{L}\p{M}]: combining marks belong to words, never to punctuation
+	maxDigits int
+}
 
-// splitQwen2 scans the qwen2 pattern: as llama-3 but numbers split one digit at a time.
-func splitQwen2(rs []rune) []int { return splitLlamaStyle(rs, 1) }
+var (
+	llama3Pattern = llamaStyle{maxDigits: 3}
+	qwen2Pattern  = llamaStyle{maxDigits: 1}              // numbers one digit at a time
+	qwen35Pattern = llamaStyle{marks: true, maxDigits: 1} // qwen2 with combining marks in words
+)
 
-func splitLlamaStyle(rs []rune, maxDigits int) []int {
+func splitLlama3(rs []rune) []int { return llama3Pattern.split(rs) }
+func splitQwen2(rs []rune) []int  { return qwen2Pattern.split(rs) }
+func splitQwen35(rs []rune) []int { return qwen35Pattern.split(rs) }
+
+func (s llamaStyle) split(rs []rune) []int {
 	var out []int
 	for i := 0; i < len(rs); {
-		n := matchLlamaStyle(rs, i, maxDigits)
+		n := s.match(rs, i)
 		out = append(out, n)
 		i += n
 	}
@@ -267,7 +302,13 @@ func splitLlamaStyle(rs []rune, maxDigits int) []int {
 
 func isNewline(r rune) bool { return r == '\r' || r == '\n' }
 
-func matchLlamaStyle(rs []rune, i, maxDigits int) int {
+// isWord is W.
+func (s llamaStyle) isWord(r rune) bool { return isLetter(r) || (s.marks && unicode.IsMark(r)) }
+
+// isOther is [^\sW\p{N}].
+func (s llamaStyle) isOther(r rune) bool { return !isSpace(r) && !s.isWord(r) && !isNumber(r) }
+
+func (s llamaStyle) match(rs []rune, i int) int {
 	c := rs[i]
 	if c == '\'' {
 		c1, c2 := unicode.ToLower(at(rs, i+1)), unicode.ToLower(at(rs, i+2))
@@ -278,14 +319,14 @@ func matchLlamaStyle(rs []rune, i, maxDigits int) int {
 			return 3
 		}
 	}
-	// [^\r\n\p{L}\p{N}]?\p{L}+
+	// [^\r\n\p{L}\p{N}]?W+
 	j := i
-	if !isNewline(c) && !isLetter(c) && !isNumber(c) && i+1 < len(rs) && isLetter(rs[i+1]) {
+	if !isNewline(c) && !isLetter(c) && !isNumber(c) && i+1 < len(rs) && s.isWord(rs[i+1]) {
 		j = i + 1
 	}
-	if isLetter(rs[j]) {
+	if s.isWord(rs[j]) {
 		k := j + 1
-		for k < len(rs) && isLetter(rs[k]) {
+		for k < len(rs) && s.isWord(rs[k]) {
 			k++
 		}
 		return k - i
@@ -293,19 +334,19 @@ func matchLlamaStyle(rs []rune, i, maxDigits int) int {
 	// \p{N}{1,maxDigits}
 	if isNumber(c) {
 		k := i + 1
-		for k < len(rs) && k-i < maxDigits && isNumber(rs[k]) {
+		for k < len(rs) && k-i < s.maxDigits && isNumber(rs[k]) {
 			k++
 		}
 		return k - i
 	}
-	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+	// ' ?[^\sW\p{N}]+[\r\n]*'
 	j = i
-	if c == ' ' && i+1 < len(rs) && isOther(rs[i+1]) {
+	if c == ' ' && i+1 < len(rs) && s.isOther(rs[i+1]) {
 		j = i + 1
 	}
-	if isOther(rs[j]) {
+	if s.isOther(rs[j]) {
 		k := j + 1
-		for k < len(rs) && isOther(rs[k]) {
+		for k < len(rs) && s.isOther(rs[k]) {
 			k++
 		}
 		for k < len(rs) && isNewline(rs[k]) {

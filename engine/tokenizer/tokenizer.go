@@ -58,13 +58,21 @@ func New(v Vocab) (*Tokenizer, error) {
 		t.addBOS, t.addEOS, t.addSpacePrefix, t.cleanSpaces = true, false, true, false
 	case "gpt2":
 		t.kind = kindBPE
-		pre, known := newPreTokenizer(v.Pre)
-		if !known {
-			slog.Warn("unknown BPE pre-tokenizer, using the default rules; tokenization may differ from the model's own",
-				"pre", v.Pre)
+		name := v.Pre
+		if name == "" {
+			// as llama.cpp: a file converted before the key existed gets the default rules
+			slog.Warn("tokenizer.ggml.pre is missing, using the default BPE pre-tokenizer; tokenization may differ from the model's own")
+			name = "default"
+		}
+		pre, err := newPreTokenizer(name)
+		if err != nil {
+			return nil, err
 		}
 		t.pre = pre
 		t.bos, t.eos = 11, 11
+		if pre.noBOS {
+			t.bos = -1
+		}
 		t.addBOS, t.cleanSpaces = pre.addBOS, pre.cleanSpaces
 		t.ranks = make(map[mergePair]int, len(v.Merges))
 		for i, m := range v.Merges {

@@ -41,6 +41,10 @@ func TestPreTokenizersSplitTextAsTheirPublishedPatterns(t *testing.T) {
 		{"qwen2", "abc 123", []string{"abc", " ", "1", "2", "3"}},
 		{"qwen2", "I'VE seen 2 cats", []string{"I", "'VE", " seen", " ", "2", " cats"}},
 		{"qwen2", "x\r\n\r\n  y", []string{"x", "\r\n\r\n", " ", " y"}},
+		{"qwen2", "cafe\u0301!!\u0301", []string{"cafe", "\u0301!!\u0301"}}, // a combining mark is punctuation here
+		// qwen35: the qwen2 pattern with combining marks in words (more in TestQwen35SplitsAsJavaScriptsRegex)
+		{"qwen35", "cafe\u0301!!\u0301", []string{"cafe\u0301", "!!", "\u0301"}},
+		{"qwen35", "I'VE seen 2 cats", []string{"I", "'VE", " seen", " ", "2", " cats"}},
 		// gpt-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
 		{"gpt-2", "Hello world's  end\n", []string{"Hello", " world", "'s", " ", " end", "\n"}},
 		{"gpt-2", "I'M", []string{"I", "'", "M"}}, // contractions are case-sensitive here
@@ -54,9 +58,9 @@ func TestPreTokenizersSplitTextAsTheirPublishedPatterns(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.pre+"/"+c.in, func(t *testing.T) {
-			p, known := newPreTokenizer(c.pre)
-			if !known {
-				t.Fatalf("pre-tokenizer %q unknown", c.pre)
+			p, err := newPreTokenizer(c.pre)
+			if err != nil {
+				t.Fatal(err)
 			}
 			got := p.split(c.in)
 			if !reflect.DeepEqual(got, c.want) {
@@ -66,18 +70,6 @@ func TestPreTokenizersSplitTextAsTheirPublishedPatterns(t *testing.T) {
 				t.Errorf("pieces %q do not add up to the input", got)
 			}
 		})
-	}
-}
-
-func TestUnknownPreTokenizerFallsBackToDefaultRules(t *testing.T) {
-	p, known := newPreTokenizer("no-such-family")
-	if known {
-		t.Fatal("an unknown family was reported as known")
-	}
-	def, _ := newPreTokenizer("default")
-	in := "Hello, world 12345!"
-	if got, want := p.split(in), def.split(in); !reflect.DeepEqual(got, want) {
-		t.Errorf("fallback split %q, default split %q", got, want)
 	}
 }
 

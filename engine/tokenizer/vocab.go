@@ -26,7 +26,7 @@ const (
 // file; tests and tools may build one by hand and call New.
 type Vocab struct {
 	Model  string    // tokenizer.ggml.model: "llama" (SPM) or "gpt2" (byte-level BPE)
-	Pre    string    // tokenizer.ggml.pre: pre-tokenizer family for BPE ("" = "default")
+	Pre    string    // tokenizer.ggml.pre: pre-tokenizer family for BPE ("" = "default"; New refuses a name it does not know)
 	Name   string    // general.name; llama.cpp keys a few per-model token attributes on it
 	Tokens []string  // tokenizer.ggml.tokens
 	Scores []float32 // tokenizer.ggml.scores (SPM merge priority); nil = all zero
