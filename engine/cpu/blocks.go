@@ -37,6 +37,14 @@ func (r *Runner) ropeQK(n, pos int) {
 // over its KV head (grouped-query: Heads/HeadsKV query heads share one KV head) causally, and
 // adds the output projection to the residual stream x.
 func (r *Runner) attention(li int, l *model.Layer, n, pos int) {
+	r.attend(li, n, pos)
+	outDim := r.h.Heads * r.h.ValueDim
+	r.matmul(r.xb[:n*r.h.Dim], l.O, r.att[:n*outDim], n)
+	add(r.x[:n*r.h.Dim], r.xb[:n*r.h.Dim])
+}
+
+// attend is attention without the output projection: the heads' outputs are left in att.
+func (r *Runner) attend(li, n, pos int) {
 	h := r.h
 	kd, vd, qd := h.KDim(), h.VDim(), h.QDim()
 	for i := 0; i < n; i++ {
@@ -59,8 +67,6 @@ func (r *Runner) attention(li int, l *model.Layer, n, pos int) {
 			r.kv.attendHead(li, pos+i, q, kvh*h.HeadDim, kvh*h.ValueDim, r.scale, scratch, out)
 		}
 	})
-	r.matmul(r.xb[:n*h.Dim], l.O, r.att[:n*outDim], n)
-	add(r.x[:n*h.Dim], r.xb[:n*h.Dim])
 }
 
 // ffn is the SwiGLU feed-forward block with its pre-norm and residual:

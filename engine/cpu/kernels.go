@@ -90,6 +90,7 @@ type rope struct {
 	thetaScale float32   // base^(-2/dims)
 	freqScale  float32   // 1/linear scaling factor
 	factors    []float32 // per-pair divisors (llama 3.1 rope_freqs), nil = 1
+	still      []bool    // pairs held at position 0 (M-RoPE's fourth section, for text), nil = none
 	cos, sin   []float32 // scratch: one position's angles
 }
 
@@ -117,6 +118,9 @@ func (r *rope) angles(pos int) {
 		t := r.freqScale * (theta / ff)
 		r.cos[i] = float32(math.Cos(float64(t)))
 		r.sin[i] = float32(math.Sin(float64(t)))
+		if i < len(r.still) && r.still[i] {
+			r.cos[i], r.sin[i] = 1, 0
+		}
 		theta *= r.thetaScale
 	}
 }

@@ -23,6 +23,7 @@ type kvCache struct {
 	ctx        int
 	k16, v16   [][]uint16 // per layer, f16 cache
 	k32, v32   [][]float32
+	skip       []bool // layers without a cache (recurrent ones), nil = none
 }
 
 func newKVCache(typ KVType, layers, kDim, vDim, ctx int) *kvCache {
@@ -71,6 +72,9 @@ func storeRow[E any](buf []E, pos, width, ctx int, src []float32, conv func(floa
 func (c *kvCache) positions(layers int) int {
 	n := c.ctx
 	for l := 0; l < layers; l++ {
+		if l < len(c.skip) && c.skip[l] {
+			continue
+		}
 		if c.typ == KVF32 {
 			n = min(n, len(c.k32[l])/c.kDim)
 		} else {

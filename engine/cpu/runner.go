@@ -45,6 +45,8 @@ type Runner struct {
 	mmRows                        func(w, lo, hi int) // r.matmulRows, bound once
 	attnScratch                   []attnScratch       // per pool thread
 	moeS                          moeScratch          // the mixture-of-experts block's buffers
+	dn                            deltaScratch        // the Gated DeltaNet and gated attention blocks' buffers
+	rec                           *recurrentState     // the recurrent layers' state; nil without any
 	routerMargin                  float32             // the smallest router margin of the last evaluation (RouterMargin)
 }
 
@@ -93,8 +95,23 @@ func New(m *model.Model, opts Options) (*Runner, error) {
 		r.forward = r.forwardQwen2MoE
 	case "qwen3moe":
 		r.forward = r.forwardQwen3MoE
+	case "qwen35":
+		r.forward = r.forwardQwen35
+	case "qwen35moe":
+		r.forward = r.forwardQwen35MoE
 	default:
 		return nil, fmt.Errorf("cpu runner: no forward pass for architecture %q", h.Arch)
+	}
+	if len(h.Recurrent) > 0 {
+		r.rec = newRecurrentState(h)
+		r.dn = newDeltaScratch(h)
+		r.kv.skip = h.Recurrent
+	}
+	if h.Rope.Sections != [4]int{} {
+		r.rope.still = make([]bool, h.Rope.Dims/2)
+		for i := range r.rope.still {
+			r.rope.still[i] = h.Rope.StillPair(i)
+		}
 	}
 	r.mmRows = r.matmulRows
 	r.attnScratch = make([]attnScratch, r.pool.threads)
@@ -132,8 +149,13 @@ func (r *Runner) Threads() int { return r.pool.threads }
 // Context is the number of positions the KV cache can hold.
 func (r *Runner) Context() int { return r.ctx }
 
-// Reset empties the KV cache.
-func (r *Runner) Reset() { r.kv.truncate(0) }
+// Reset empties the KV cache (and the recurrent layers' state).
+func (r *Runner) Reset() {
+	r.kv.truncate(0)
+	if r.rec != nil {
+		r.rec.reset()
+	}
+}
 
 // Close stops the worker goroutines.
 func (r *Runner) Close() error {
@@ -183,6 +205,9 @@ func (r *Runner) EvalLayers(tokens []int, pos, layers int) ([]float32, error) {
 	if layers < 0 || layers > r.h.Layers {
 		return nil, fmt.Errorf("cpu eval layers: %d layers requested of the model's %d", layers, r.h.Layers)
 	}
+	if r.rec != nil && layers != r.h.Layers {
+		return nil, fmt.Errorf("cpu eval layers: %s has recurrent layers, whose state cannot be split from the rest: evaluate all %d layers", r.h.Arch, r.h.Layers)
+	}
 	if err := r.check("cpu eval layers", tokens, pos, layers); err != nil {
 		return nil, err
 	}
@@ -229,7 +254,11 @@ func (r *Runner) check(op string, tokens []int, pos, layers int) error {
 	if len(tokens) == 0 {
 		return fmt.Errorf("%s: no tokens", op)
 	}
-	if cached := r.kv.positions(layers); pos < 0 || pos > cached {
+	cached := r.kv.positions(layers)
+	if r.rec != nil {
+		cached = min(cached, r.rec.pos)
+	}
+	if pos < 0 || pos > cached {
 		return fmt.Errorf("%s: position %d is outside the %d cached positions", op, pos, cached)
 	}
 	if pos+len(tokens) > r.ctx {
@@ -246,16 +275,67 @@ func (r *Runner) check(op string, tokens []int, pos, layers int) error {
 // run drops the cached positions from pos on, then embeds tokens and runs them through
 // blocks 0..layers-1, maxBatch at a time; after each batch, done reads the residual stream
 // of its n tokens (from index start of tokens) in x.
+//
+// A model with recurrent layers first goes back to pos (rewindRecurrent), and keeps snapshots
+// of its state after the tokens and, for several tokens, before the last one (so that the
+// engine's rewind by one token to re-evaluate a prompt's last finds one): the last token of
+// several is then a batch of its own.
 func (r *Runner) run(tokens []int, pos, layers int, done func(start, n int)) error {
-	r.kv.truncate(pos)
-	for start := 0; start < len(tokens); start += maxBatch {
-		batch := tokens[start:min(start+maxBatch, len(tokens))]
-		r.routerMargin = float32(math.Inf(1))
-		if err := r.embed(batch); err != nil {
+	if r.rec != nil && pos != r.rec.pos {
+		if err := r.rewindRecurrent(pos); err != nil {
 			return err
 		}
-		r.forward(len(batch), pos+start, layers)
-		done(start, len(batch))
+	}
+	r.kv.truncate(pos)
+	split := len(tokens)
+	if r.rec != nil && len(tokens) > 1 {
+		split = len(tokens) - 1
+	}
+	for start := 0; start < len(tokens); {
+		end := min(start+maxBatch, len(tokens))
+		if start < split && end > split {
+			end = split
+		}
+		if err := r.step(tokens[start:end], pos+start, layers); err != nil {
+			return err
+		}
+		done(start, end-start)
+		if r.rec != nil && end == split && split < len(tokens) {
+			r.rec.save(false)
+		}
+		start = end
+	}
+	if r.rec != nil {
+		r.rec.save(len(tokens) == 1)
+	}
+	return nil
+}
+
+// step embeds one batch of tokens at pos and runs it through blocks 0..layers-1, leaving the
+// residual stream in x.
+func (r *Runner) step(batch []int, pos, layers int) error {
+	r.routerMargin = float32(math.Inf(1))
+	if err := r.embed(batch); err != nil {
+		return err
+	}
+	r.forward(len(batch), pos, layers)
+	if r.rec != nil {
+		r.rec.advance(batch)
+	}
+	return nil
+}
+
+// rewindRecurrent brings a recurrent model back to pos, before the tokens it has folded in:
+// from the latest snapshot at or before pos (or from the start), the remembered tokens up to
+// pos are evaluated again, keys and values included.
+func (r *Runner) rewindRecurrent(pos int) error {
+	from, replay := r.rec.rewind(pos)
+	r.kv.truncate(from)
+	for start := 0; start < len(replay); start += maxBatch {
+		batch := replay[start:min(start+maxBatch, len(replay))]
+		if err := r.step(batch, from+start, r.h.Layers); err != nil {
+			return fmt.Errorf("re-evaluate positions %d..%d of a recurrent model: %w", from, pos-1, err)
+		}
 	}
 	return nil
 }

@@ -54,6 +54,23 @@ type Rope struct {
 	FreqScale float32   // 1/rope.scaling.factor for linear scaling; 1 otherwise
 	Scaling   string    // rope.scaling.type: "none", "linear" (yarn is refused at load)
 	Factors   []float32 // rope_freqs.weight (llama 3.1 frequency factors), nil when absent
+	// Sections is rope.dimension_sections, the interleaved M-RoPE of qwen35 (zero elsewhere):
+	// pair i belongs to section i%3 while i < 3*Sections[i%3], to the fourth otherwise. A text
+	// token's position is the same in the first three sections and 0 in the fourth, so the
+	// fourth's pairs are never rotated.
+	Sections [4]int
+}
+
+// StillPair reports whether rope pair i keeps position 0 for text tokens (Sections' fourth
+// section).
+func (r Rope) StillPair(i int) bool {
+	s := r.Sections
+	total := s[0] + s[1] + s[2] + s[3]
+	if total == 0 {
+		return false
+	}
+	j := i % total
+	return j >= 3*s[j%3]
 }
 
 // Hyperparameters are the shape and constants of a model, from {arch}.* metadata.
@@ -71,7 +88,12 @@ type Hyperparameters struct {
 	NormEps       float32 // attention.layer_norm_rms_epsilon
 	Rope          Rope
 	MoE           MoEParams // the mixture-of-experts FFN's routing (zero for dense models)
+	SSM           SSMParams // the Gated DeltaNet layers' shape (zero without recurrent layers)
+	Recurrent     []bool    // per layer: a Gated DeltaNet block instead of attention (nil: none)
 }
+
+// IsRecurrent reports whether layer l is a recurrent (Gated DeltaNet) block.
+func (h Hyperparameters) IsRecurrent(l int) bool { return l < len(h.Recurrent) && h.Recurrent[l] }
 
 // QDim is the width of the query projection, Heads*HeadDim.
 func (h Hyperparameters) QDim() int { return h.Heads * h.HeadDim }
@@ -113,10 +135,14 @@ type Layer struct {
 	AttnNorm            Vector // blk.N.attn_norm.weight
 	Q, K, V, O          Matrix // blk.N.attn_q/k/v/output.weight
 	QBias, KBias, VBias Vector // qwen2: blk.N.attn_q/k/v.bias
-	QNorm, KNorm        Vector // qwen3: blk.N.attn_q_norm/attn_k_norm.weight, per head
+	QNorm, KNorm        Vector // qwen3, qwen35: blk.N.attn_q_norm/attn_k_norm.weight, per head
 	FFNNorm             Vector // blk.N.ffn_norm.weight
 	Gate, Up, Down      Matrix // blk.N.ffn_gate/up/down.weight (dense FFN)
 	MoE                 *MoE   // the mixture-of-experts FFN in place of Gate, Up, Down; nil when dense
+	// DeltaNet is a recurrent layer's block in place of the attention (Q, K, V, O and their
+	// norms are then empty); nil in an attention layer. In qwen35's attention layers Q has
+	// 2*QDim rows: each head's query followed by its output gate.
+	DeltaNet *DeltaNet
 }
 
 // Model is a loaded model: hyperparameters and weight views into the GGUF mapping.
@@ -153,8 +179,12 @@ func Load(f *gguf.File) (*Model, error) {
 		m, err = loadQwen2MoE(f)
 	case "qwen3moe":
 		m, err = loadQwen3MoE(f)
+	case "qwen35":
+		m, err = loadQwen35(f)
+	case "qwen35moe":
+		m, err = loadQwen35MoE(f)
 	default:
-		return nil, fmt.Errorf("model %s: architecture %q is not supported (supported: llama, qwen2, qwen3, qwen2moe, qwen3moe)", f.Path, arch)
+		return nil, fmt.Errorf("model %s: architecture %q is not supported (supported: llama, qwen2, qwen3, qwen2moe, qwen3moe, qwen35, qwen35moe)", f.Path, arch)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("model %s (%s): %w", f.Path, arch, err)
@@ -412,14 +442,10 @@ func loadBase(f *gguf.File, arch string, kind RopeKind) (*Model, *weights, error
 		return nil, nil, err
 	}
 	h.Rope.Kind = kind
-	w := &weights{f: f}
-	m := &Model{}
-	m.TokenEmbd = w.matrix("token_embd.weight", h.Dim, -1)
-	if w.err != nil {
-		return nil, nil, w.err
+	m, w, err := loadEnds(f, &h)
+	if err != nil {
+		return nil, nil, err
 	}
-	h.VocabSize = m.TokenEmbd.Rows
-	m.Layers = make([]Layer, h.Layers)
 	for i := range m.Layers {
 		l := &m.Layers[i]
 		blk := func(s string) string { return fmt.Sprintf("blk.%d.%s", i, s) }
@@ -430,6 +456,25 @@ func loadBase(f *gguf.File, arch string, kind RopeKind) (*Model, *weights, error
 		l.O = w.matrix(blk("attn_output.weight"), h.Heads*h.ValueDim, h.Dim)
 		l.FFNNorm = w.vector(blk("ffn_norm.weight"), h.Dim)
 	}
+	if w.err != nil {
+		return nil, nil, w.err
+	}
+	m.Hyper = h
+	return m, w, nil
+}
+
+// loadEnds reads what sits outside the blocks: the token embedding (which sets h.VocabSize),
+// the output norm and head, and llama 3.1's rope factors. It returns the model with h.Layers
+// empty layers for the architecture's loader to fill.
+func loadEnds(f *gguf.File, h *Hyperparameters) (*Model, *weights, error) {
+	w := &weights{f: f}
+	m := &Model{}
+	m.TokenEmbd = w.matrix("token_embd.weight", h.Dim, -1)
+	if w.err != nil {
+		return nil, nil, w.err
+	}
+	h.VocabSize = m.TokenEmbd.Rows
+	m.Layers = make([]Layer, h.Layers)
 	m.OutputNorm = w.vector("output_norm.weight", h.Dim)
 	if _, ok := f.Tensor("output.weight"); ok {
 		m.Output = w.matrix("output.weight", h.Dim, h.VocabSize)
@@ -446,6 +491,5 @@ func loadBase(f *gguf.File, arch string, kind RopeKind) (*Model, *weights, error
 	if w.err != nil {
 		return nil, nil, w.err
 	}
-	m.Hyper = h
 	return m, w, nil
 }

@@ -282,9 +282,12 @@ func (w *weights) rowVector(name string, n int) Matrix {
 }
 
 // Matrices lists every weight matrix of the layer that multiplies activations: the attention
-// projections, then the dense FFN's or the router's, every expert's and the shared expert's.
+// projections (a recurrent layer's Gated DeltaNet projections), then the dense FFN's or the router's, every expert's and the shared expert's.
 func (l *Layer) Matrices() []Matrix {
 	out := []Matrix{l.Q, l.K, l.V, l.O}
+	if d := l.DeltaNet; d != nil {
+		out = []Matrix{d.QKV, d.Z, d.Beta, d.Alpha, d.Out}
+	}
 	if l.MoE == nil {
 		return append(out, l.Gate, l.Up, l.Down)
 	}

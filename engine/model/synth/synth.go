@@ -23,12 +23,17 @@ import (
 )
 
 // Shape is the architecture of a synthetic model. The expert fields apply to the
-// mixture-of-experts architectures only, SharedFFN (the shared expert's width) to qwen2moe.
+// mixture-of-experts architectures only, SharedFFN (the shared expert's width) to qwen2moe and
+// qwen35moe, the SSM fields and RopeDims to the Gated DeltaNet hybrids (qwen35, qwen35moe).
 type Shape struct {
 	Dim, Layers, Heads, HeadsKV, FFN, Ctx int
 	HeadDim                               int // 0: Dim/Heads
 	Experts, ExpertsUsed, ExpertFFN       int
 	SharedFFN                             int
+	RopeDims                              int // rotated dimensions per head; 0: the head size
+	// the Gated DeltaNet layers: every FullAttention-th layer is attention, the others
+	// recurrent, with convolution taps, a head size, query/key heads and value heads
+	FullAttention, SSMConv, SSMState, SSMKHeads, SSMVHeads int
 }
 
 // HeadSize is the per-head width of queries and keys.
@@ -40,7 +45,7 @@ func (s Shape) HeadSize() int {
 }
 
 // Architectures are the architectures Write knows, in the order the CLI lists them.
-var Architectures = []string{"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe"}
+var Architectures = []string{"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "qwen35", "qwen35moe"}
 
 // densePresets are well-known dense shapes: the parameter counts land near the names.
 var densePresets = map[string]Shape{
@@ -67,8 +72,29 @@ var qwen2moePresets = map[string]Shape{
 	"tiny": {Dim: 256, Layers: 2, Heads: 4, HeadsKV: 2, FFN: 256, Ctx: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 128, SharedFFN: 256},
 }
 
+// qwen35Presets are the qwen35 shapes. tiny has one group of Qwen3.5's layer pattern (three
+// Gated DeltaNet layers, then gated attention), value heads twice the key heads as in the
+// published models (so the head mapping is tested), and a quarter of each attention head
+// rotated; its rows hold whole 256-element super-blocks.
+var qwen35Presets = map[string]Shape{
+	"tiny": {Dim: 256, Layers: 4, Heads: 4, HeadsKV: 2, HeadDim: 64, RopeDims: 16, FFN: 512, Ctx: 2048,
+		FullAttention: 4, SSMConv: 4, SSMState: 64, SSMKHeads: 2, SSMVHeads: 4},
+}
+
+// qwen35moePresets are the qwen35moe shapes: tiny is qwen35's tiny with qwen3moe's tiny
+// experts and a shared expert of width 256.
+var qwen35moePresets = map[string]Shape{
+	"tiny": {Dim: 256, Layers: 4, Heads: 4, HeadsKV: 2, HeadDim: 64, RopeDims: 16, FFN: 256, Ctx: 2048,
+		Experts: 8, ExpertsUsed: 2, ExpertFFN: 128, SharedFFN: 256,
+		FullAttention: 4, SSMConv: 4, SSMState: 64, SSMKHeads: 2, SSMVHeads: 4},
+}
+
 func presetsOf(arch string) map[string]Shape {
 	switch arch {
+	case "qwen35":
+		return qwen35Presets
+	case "qwen35moe":
+		return qwen35moePresets
 	case "qwen3moe":
 		return moePresets
 	case "qwen2moe":
@@ -221,8 +247,9 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 	if !known {
 		return nil, nil, res, fmt.Errorf("synth: unknown architecture %q (want one of %s)", arch, strings.Join(Architectures, ", "))
 	}
-	moe := arch == "qwen3moe" || arch == "qwen2moe"
-	shared := arch == "qwen2moe"
+	moe := arch == "qwen3moe" || arch == "qwen2moe" || arch == "qwen35moe"
+	shared := arch == "qwen2moe" || arch == "qwen35moe"
+	hybrid := arch == "qwen35" || arch == "qwen35moe"
 	switch {
 	case s.Dim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.HeadsKV <= 0 || s.Heads%s.HeadsKV != 0 || s.HeadSize() <= 0:
 		return nil, nil, res, fmt.Errorf("synth: shape %+v: dim, layers and heads must be positive, heads a multiple of KV heads", s)
@@ -233,7 +260,11 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 	case moe && (s.Experts <= 0 || s.ExpertsUsed <= 0 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
 		return nil, nil, res, fmt.Errorf("synth: shape %+v: a %s model needs experts, at most that many used, and a positive expert width", s, arch)
 	case shared && s.SharedFFN <= 0:
-		return nil, nil, res, fmt.Errorf("synth: shape %+v: a qwen2moe model needs a positive shared expert width", s)
+		return nil, nil, res, fmt.Errorf("synth: shape %+v: a %s model needs a positive shared expert width", s, arch)
+	case hybrid && (s.FullAttention <= 0 || s.SSMConv < 2 || s.SSMState <= 0 || s.SSMKHeads <= 0 || s.SSMVHeads%s.SSMKHeads != 0):
+		return nil, nil, res, fmt.Errorf("synth: shape %+v: a %s model needs an attention interval, 2 or more convolution taps, a state size, and value heads a multiple of key heads", s, arch)
+	case s.RopeDims < 0 || s.RopeDims%2 != 0 || s.RopeDims > s.HeadSize():
+		return nil, nil, res, fmt.Errorf("synth: shape %+v: rotated dimensions must be even and at most the head size", s)
 	}
 	if o.Vocab == nil {
 		return nil, nil, res, fmt.Errorf("synth: no vocabulary source")
@@ -257,7 +288,11 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 		w.SetUint32(arch+".attention.key_length", uint32(hd))
 		w.SetUint32(arch+".attention.value_length", uint32(hd))
 	}
-	w.SetUint32(arch+".rope.dimension_count", uint32(hd))
+	ropeDims := hd
+	if s.RopeDims > 0 {
+		ropeDims = s.RopeDims
+	}
+	w.SetUint32(arch+".rope.dimension_count", uint32(ropeDims))
 	w.SetFloat32(arch+".rope.freq_base", 10000)
 	w.SetFloat32(arch+".attention.layer_norm_rms_epsilon", 1e-5)
 	if moe {
@@ -269,6 +304,20 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 		if shared {
 			w.SetUint32(arch+".expert_shared_feed_forward_length", uint32(s.SharedFFN))
 		}
+	}
+	keyDim, valueDim := s.SSMKHeads*s.SSMState, s.SSMVHeads*s.SSMState
+	if hybrid {
+		w.SetUint32(arch+".ssm.conv_kernel", uint32(s.SSMConv))
+		w.SetUint32(arch+".ssm.state_size", uint32(s.SSMState))
+		w.SetUint32(arch+".ssm.group_count", uint32(s.SSMKHeads))
+		w.SetUint32(arch+".ssm.time_step_rank", uint32(s.SSMVHeads))
+		w.SetUint32(arch+".ssm.inner_size", uint32(valueDim))
+		w.SetUint32(arch+".full_attention_interval", uint32(s.FullAttention))
+		// interleaved M-RoPE: the three position sections share the rotated pairs as Qwen3.5's
+		// [11 11 10 0] share its 32; the fourth (held at 0 for text) is empty
+		pairs := int32(ropeDims / 2)
+		third := (pairs + 2) / 3
+		w.SetInt32s(arch+".rope.dimension_sections", []int32{third, third, pairs - 2*third, 0})
 	}
 	for _, kv := range o.Vocab.KV {
 		if strings.HasPrefix(kv.Key, "tokenizer.") {
@@ -304,11 +353,28 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 	for l := 0; l < s.Layers; l++ {
 		b := func(n string) string { return fmt.Sprintf("blk.%d.%s", l, n) }
 		add(b("attn_norm.weight"), quant.F32, 0.1, 1, s.Dim)
-		add(b("attn_q.weight"), typ, inv(s.Dim), 0, s.Dim, s.Heads*hd)
-		add(b("attn_k.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
-		add(b("attn_v.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
-		add(b("attn_output.weight"), typ, inv(s.Heads*hd), 0, s.Heads*hd, s.Dim)
-		add(b("ffn_norm.weight"), quant.F32, 0.1, 1, s.Dim)
+		switch {
+		case hybrid && (l+1)%s.FullAttention != 0:
+			addDeltaNet(add, b, typ, s.Dim, keyDim, valueDim, s)
+		case hybrid:
+			// gated attention: each head's query, then its output gate
+			add(b("attn_q.weight"), typ, inv(s.Dim), 0, s.Dim, 2*s.Heads*hd)
+			add(b("attn_k.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+			add(b("attn_v.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+			add(b("attn_output.weight"), typ, inv(s.Heads*hd), 0, s.Heads*hd, s.Dim)
+			add(b("attn_q_norm.weight"), quant.F32, 0.1, 1, hd)
+			add(b("attn_k_norm.weight"), quant.F32, 0.1, 1, hd)
+		default:
+			add(b("attn_q.weight"), typ, inv(s.Dim), 0, s.Dim, s.Heads*hd)
+			add(b("attn_k.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+			add(b("attn_v.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+			add(b("attn_output.weight"), typ, inv(s.Heads*hd), 0, s.Heads*hd, s.Dim)
+		}
+		if hybrid {
+			add(b("post_attention_norm.weight"), quant.F32, 0.1, 1, s.Dim)
+		} else {
+			add(b("ffn_norm.weight"), quant.F32, 0.1, 1, s.Dim)
+		}
 		if moe {
 			// the router's scale spreads its logits over a few units, so that the top
 			// experts are clear winners but the runners-up still carry weight
@@ -347,6 +413,24 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 		res.Params += n
 	}
 	return w, list, res, nil
+}
+
+// addDeltaNet lists a Gated DeltaNet layer's tensors under llama.cpp's names: the fused q/k/v
+// projection and the gate z in typ; the convolution, the decay's and write strength's
+// projections and constants, and the output norm in F32 (as the converter leaves them). ssm_a
+// holds -exp(A_log), so its values are negative: decays between e^-3 and e^-0.05 a token.
+func addDeltaNet(add func(string, quant.Type, float32, float32, ...int), b func(string) string, typ quant.Type, dim, keyDim, valueDim int, s Shape) {
+	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	convDim := 2*keyDim + valueDim
+	add(b("attn_qkv.weight"), typ, inv(dim), 0, dim, convDim)
+	add(b("attn_gate.weight"), typ, inv(dim), 0, dim, valueDim)
+	add(b("ssm_conv1d.weight"), quant.F32, 0.5, 0, s.SSMConv, convDim)
+	add(b("ssm_dt.bias"), quant.F32, 0.5, 0, s.SSMVHeads)
+	add(b("ssm_a"), quant.F32, 0.3, -1, s.SSMVHeads)
+	add(b("ssm_beta.weight"), quant.F32, inv(dim), 0, dim, s.SSMVHeads)
+	add(b("ssm_alpha.weight"), quant.F32, inv(dim), 0, dim, s.SSMVHeads)
+	add(b("ssm_norm.weight"), quant.F32, 0.1, 1, s.SSMState)
+	add(b("ssm_out.weight"), typ, inv(valueDim), 0, valueDim, dim)
 }
 
 // job is one random stream of one tensor: the whole tensor, or one expert of a 3-D one.
