@@ -403,6 +403,12 @@ func (f *File) Int32s(key string) ([]int32, bool) {
 	return v.AsInt32s()
 }
 
+// Bools returns an array of bools (shared with the File: do not modify).
+func (f *File) Bools(key string) ([]bool, bool) {
+	v, _ := f.Get(key)
+	return v.AsBools()
+}
+
 // Tensor returns the tensor named name.
 func (f *File) Tensor(name string) (*TensorInfo, bool) {
 	i, ok := f.tensorIndex[name]

@@ -239,6 +239,12 @@ func (v Value) AsInt32s() ([]int32, bool) {
 	return out, true
 }
 
+// AsBools returns an array of bools (shared with the value: do not modify).
+func (v Value) AsBools() ([]bool, bool) {
+	a, ok := v.x.([]bool)
+	return a, ok
+}
+
 // AsArray returns the elements of an array of arrays.
 func (v Value) AsArray() ([]Value, bool) {
 	a, ok := v.x.([]Value)
