@@ -243,8 +243,16 @@ func (p Plan) Breakdown() string {
 	}
 	row("weights", "%d MB (%d bytes) in %d tensors (%s)", MBUp(p.Weights.Bytes), p.Weights.Bytes, p.Weights.Tensors, strings.Join(kinds, ", "))
 	row("kv", "%s, %d bytes per position (one side %d), %d MB (%d bytes) at ctx %d", p.KV.Type, p.KV.PerPos, p.KV.SidePerPos, MBUp(p.KVBytes), p.KVBytes, p.Ctx.Chosen)
+	if m := p.Model; m.RecurrentLayers > 0 {
+		row("layers", "%d attention layers keep K and V; %d recurrent (DeltaNet) layers keep a %d KB state each instead",
+			m.AttentionLayers(), m.RecurrentLayers, (m.RecurrentLayerBytes()+1023)/1024)
+	}
 	s := p.Scratch
-	row("scratch", "%d MB (window %d: activations %d MB, logits %d MB, attention partials %d MB, slack %d MB)", MBUp(s.Total), s.Window, MBUp(s.Activations), MBUp(s.Logits), MBUp(s.AttnPartials), MBUp(s.Slack))
+	recurrent := ""
+	if s.RecurrentState > 0 {
+		recurrent = fmt.Sprintf(", recurrent state %d MB", MBUp(s.RecurrentState))
+	}
+	row("scratch", "%d MB (window %d: activations %d MB, logits %d MB, attention partials %d MB%s, slack %d MB)", MBUp(s.Total), s.Window, MBUp(s.Activations), MBUp(s.Logits), MBUp(s.AttnPartials), recurrent, MBUp(s.Slack))
 	d := p.Device
 	assumed := ""
 	if d.Assumed {

@@ -23,6 +23,38 @@ type Model struct {
 	ExpertsUsed int `json:"experts_used,omitempty"` // expert_used_count
 	ExpertFF    int `json:"expert_ff,omitempty"`    // expert_feed_forward_length: one expert's gate/up rows
 	SharedFF    int `json:"shared_ff,omitempty"`    // the shared expert's width, 0 when the model has none
+
+	// Gated-DeltaNet hybrids (qwen35, qwen35moe); zero for a model whose every layer is attention.
+	// A recurrent layer keeps a fixed state instead of a KV cache: its conv1d's last
+	// ConvKernel-1 inputs (conv_dim = 2·groups·state + heads_v·state values) and one
+	// state×state delta-rule matrix per value head, all f32.
+	RecurrentLayers int `json:"recurrent_layers,omitempty"` // layers that are DeltaNet blocks
+	SSMConvKernel   int `json:"ssm_conv_kernel,omitempty"`  // ssm.conv_kernel
+	SSMState        int `json:"ssm_state,omitempty"`        // ssm.state_size: a head's key (and value) width
+	SSMGroups       int `json:"ssm_groups,omitempty"`       // ssm.group_count: query/key heads
+	SSMHeadsV       int `json:"ssm_heads_v,omitempty"`      // ssm.time_step_rank: value heads
+	// AttnGate says the attention layers' query projection also carries an output gate
+	// (twice as wide), as the hybrids' gated attention does.
+	AttnGate bool `json:"attn_gate,omitempty"`
+}
+
+// AttentionLayers is how many layers keep K and V: every layer but the recurrent ones.
+func (m Model) AttentionLayers() int { return m.Layers - m.RecurrentLayers }
+
+// SSMConvDim is the width of a recurrent layer's conv1d: q and k (groups·state each) and v.
+func (m Model) SSMConvDim() int64 {
+	return 2*int64(m.SSMGroups)*int64(m.SSMState) + int64(m.SSMHeadsV)*int64(m.SSMState)
+}
+
+// RecurrentLayerBytes is one recurrent layer's state: (conv_kernel-1)·conv_dim for the conv1d
+// plus heads_v·state² for the delta rule, f32.
+func (m Model) RecurrentLayerBytes() int64 {
+	if m.RecurrentLayers == 0 {
+		return 0
+	}
+	conv := int64(max(m.SSMConvKernel-1, 0)) * m.SSMConvDim()
+	delta := int64(m.SSMHeadsV) * int64(m.SSMState) * int64(m.SSMState)
+	return 4 * (conv + delta)
 }
 
 // MoE reports whether the model's FFN is a mixture of experts.
@@ -39,8 +71,9 @@ type KV struct {
 	SidePerPos int64  `json:"side_per_pos_bytes"`  // the larger of the K side and the V side over all layers
 }
 
-// KVFor computes the f16 cache bytes per position for a model where every layer keeps K and V:
-// a K row is heads_kv*head_dim_k*2 bytes, a V row heads_kv*head_dim_v*2 bytes. The driver keeps
+// KVFor computes the f16 cache bytes per position over the layers that keep K and V (every
+// layer but a hybrid's recurrent ones): a K row is heads_kv*head_dim_k*2 bytes, a V row
+// heads_kv*head_dim_v*2 bytes. The driver keeps
 // all layers' K in one buffer and all layers' V in another, so one side's bytes per position
 // bound the context through maxStorageBufferRange.
 func KVFor(m Model) KV {
@@ -50,7 +83,7 @@ func KVFor(m Model) KV {
 	if v > side {
 		side = v
 	}
-	layers := int64(m.Layers)
+	layers := int64(m.AttentionLayers())
 	return KV{Type: KVTypeF16, PerPos: layers * (k + v), LayerPos: k + v, SidePerPos: layers * side}
 }
 
@@ -68,7 +101,10 @@ type Scratch struct {
 	Activations  int64 `json:"activations_bytes"`
 	Logits       int64 `json:"logits_bytes"`
 	AttnPartials int64 `json:"attn_partials_bytes"`
-	Slack        int64 `json:"slack_bytes"`
+	// RecurrentState is a hybrid's recurrent layers' state (Model.RecurrentLayerBytes each):
+	// allocated once, whatever the context, so it is planned with the scratch.
+	RecurrentState int64 `json:"recurrent_state_bytes,omitempty"`
+	Slack          int64 `json:"slack_bytes"`
 	Total        int64 `json:"bytes"`
 }
 
@@ -78,7 +114,11 @@ type Scratch struct {
 //	                (residual, normed input, attention/FFN output; q, k, v; gate and up)
 //	                a mixture of experts: ff = max(used·expert_ff, shared_ff) (gate and up of
 //	                every row's every selected expert), plus R × 4 × (experts + 2·used + used·dim)
-//	                (router logits, selected ids and weights, each selected expert's output)
+//	                (router logits, selected ids and weights, each selected expert's output);
+//	                a hybrid adds R × 4 × heads·head_dim_k (the attention's output gate) and, with
+//	                recurrent layers, R × 4 × (conv_dim + 3·heads_v·state + 4·heads_v) (the conv's
+//	                input and output, the delta rule's output and gate z, per-head decay and beta)
+//	recurrent     = recurrent layers × RecurrentLayerBytes
 //	logits        = R × 4 × vocab   (every row of a window, for callers that want all logits)
 //	attn partials = R × 4 × heads × (head_dim_v + 2) × ScratchSplits   (running max, sum, output per split)
 //	slack         = ScratchSlack (64 MiB)
@@ -96,9 +136,17 @@ func ScratchFor(m Model) Scratch {
 		routing = r * f32 * (int64(m.Experts) + 2*int64(m.ExpertsUsed) + int64(m.ExpertsUsed)*int64(m.Embd))
 	}
 	act := r*f32*(3*int64(m.Embd)+int64(m.Heads)*int64(m.HeadDimK)+2*int64(m.HeadsKV)*hd+2*ff) + routing
+	if m.AttnGate {
+		act += r * f32 * int64(m.Heads) * int64(m.HeadDimK)
+	}
+	if m.RecurrentLayers > 0 {
+		hv := int64(m.SSMHeadsV)
+		act += r * f32 * (m.SSMConvDim() + 3*hv*int64(m.SSMState) + 4*hv)
+	}
 	logits := r * f32 * int64(m.Vocab)
 	partials := r * f32 * int64(m.Heads) * (int64(m.HeadDimV) + 2) * ScratchSplits
-	s := Scratch{Window: ScratchWindow, Activations: act, Logits: logits, AttnPartials: partials, Slack: ScratchSlack}
-	s.Total = act + logits + partials + s.Slack
+	recurrent := int64(m.RecurrentLayers) * m.RecurrentLayerBytes()
+	s := Scratch{Window: ScratchWindow, Activations: act, Logits: logits, AttnPartials: partials, RecurrentState: recurrent, Slack: ScratchSlack}
+	s.Total = act + logits + partials + recurrent + s.Slack
 	return s
 }

@@ -95,12 +95,63 @@ func ModelOf(f *gguf.File) (plan.Model, error) {
 			get("expert_shared_feed_forward_length", &m.SharedFF, m.FF, false)
 		}
 	}
+	if err == nil && hybridArchs[arch] {
+		if herr := hybridOf(f, &m, get); herr != nil && err == nil {
+			err = herr
+		}
+	}
+	if err != nil {
+		return plan.Model{}, err
+	}
 	if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) >= 2 {
 		m.Vocab = int(t.Dims[1])
 	} else if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
 		m.Vocab = len(toks)
 	}
 	return m, err
+}
+
+// hybridArchs are the Gated-DeltaNet hybrids: most layers recurrent, every full_attention_interval-th
+// one gated attention.
+var hybridArchs = map[string]bool{"qwen35": true, "qwen35moe": true}
+
+// hybridOf reads a hybrid's recurrent facts as llama.cpp does: the ssm.* sizes, and which layers
+// are recurrent from attention.recurrent_layers when the file lists them, else every layer but each
+// full_attention_interval-th (4 by default). A missing required key is reported through get's
+// error, which the caller checks. Layers past block_count - nextn_predict_layers (the
+// multi-token-prediction block) are attention.
+func hybridOf(f *gguf.File, m *plan.Model, get func(k string, dst *int, def int, required bool)) error {
+	arch := m.Arch
+	var interval, nextn int
+	get("ssm.conv_kernel", &m.SSMConvKernel, 0, true)
+	get("ssm.state_size", &m.SSMState, 0, true)
+	get("ssm.group_count", &m.SSMGroups, 0, true)
+	get("ssm.time_step_rank", &m.SSMHeadsV, 0, true)
+	get("full_attention_interval", &interval, 4, false)
+	get("nextn_predict_layers", &nextn, 0, false)
+	m.AttnGate = true
+	main := m.Layers - nextn
+	if main < 0 {
+		return fmt.Errorf("model %s: %s.nextn_predict_layers = %d is more than the %d layers", f.Path, arch, nextn, m.Layers)
+	}
+	m.RecurrentLayers = 0
+	if flags, ok := f.Bools(arch + ".attention.recurrent_layers"); ok {
+		for i, r := range flags {
+			if r && i < main {
+				m.RecurrentLayers++
+			}
+		}
+		return nil
+	}
+	if interval <= 0 {
+		return fmt.Errorf("model %s: %s.full_attention_interval = %d, want at least 1", f.Path, arch, interval)
+	}
+	for i := 0; i < main; i++ {
+		if (i+1)%interval != 0 {
+			m.RecurrentLayers++
+		}
+	}
+	return nil
 }
 
 // DeviceOf turns a Vulkan device into the plan's device facts: the largest device-local heap,
