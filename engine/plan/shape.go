@@ -105,7 +105,7 @@ type Scratch struct {
 	// allocated once, whatever the context, so it is planned with the scratch.
 	RecurrentState int64 `json:"recurrent_state_bytes,omitempty"`
 	Slack          int64 `json:"slack_bytes"`
-	Total        int64 `json:"bytes"`
+	Total          int64 `json:"bytes"`
 }
 
 // ScratchFor is the scratch formula, all buffers f32 (4 bytes), R = ScratchWindow rows:
