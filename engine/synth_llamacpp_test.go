@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model/synth"
+	"github.com/vkllm/vkllm/engine/quant"
 	"github.com/vkllm/vkllm/engine/sample"
 )
 
@@ -19,7 +21,7 @@ import (
 // (node-llama-cpp 3.22.1 on the CPU; generate.sh there makes them) for `vkllm synth -arch ARCH
 // -preset tiny -type TYPE -seed 7`, which the test writes again with the synth package. They
 // check what no shared model can: qwen3moe's routing and experts, qwen2moe's unnormalised
-// weights and shared expert, and the i-quants and MXFP4 in
+// weights and shared expert, and Q3_K, the i-quants and MXFP4 in
 // a whole forward pass, against llama.cpp itself.
 const synthSeed = 7
 
@@ -59,7 +61,12 @@ func TestSynthModelsMatchLlamaCpp(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(golden), ".jsonl")
 		arch, typ, _ := strings.Cut(name, "-")
 		t.Run(name, func(t *testing.T) {
-			e, err := Load(context.Background(), LoadOptions{Path: writeSynth(t, dir, arch, typ), Backend: BackendCPU, Threads: 2})
+			path := writeSynth(t, dir, arch, typ)
+			if arch == "llama" || arch == "qwen2" || arch == "qwen3" {
+				qt, _ := synth.ParseType(typ)
+				checkDenseInType(t, path, qt)
+			}
+			e, err := Load(context.Background(), LoadOptions{Path: path, Backend: BackendCPU, Threads: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,6 +130,37 @@ func compareWithReference(t *testing.T, e *Engine, cases []refCase, tol, tie flo
 		t.Logf("prompt %q: largest top-5 logit deviation over the compared steps %.5f", c.Prompt, maxDev)
 	}
 	return compared
+}
+
+// checkDenseInType fails unless every matrix of the dense model at path is in the golden's type:
+// a dense golden checks its type only if the tiny preset's matrices are written in it. Its rows
+// (256 or 512 wide) hold whole blocks of every type, so none falls back to another type; the
+// K-quants' head is Q6_K, as llama-quantize keeps it. (The MoE presets' 128-wide expert down
+// projections do fall back; MoE goldens are not checked here.)
+func checkDenseInType(t *testing.T, path string, typ quant.Type) {
+	t.Helper()
+	f, err := gguf.OpenHeader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	matrices := 0
+	for _, ti := range f.Tensors {
+		if len(ti.Dims) < 2 || ti.Type == quant.F32 {
+			continue // norms
+		}
+		want := typ
+		if ti.Name == "output.weight" && (typ == quant.Q2_K || typ == quant.Q3_K || typ == quant.Q4_K || typ == quant.Q5_K) {
+			want = quant.Q6_K
+		}
+		if ti.Type != want {
+			t.Errorf("%s is %v, want %v", ti.Name, ti.Type, want)
+		}
+		matrices++
+	}
+	if matrices < 8 {
+		t.Errorf("only %d matrices in %s", matrices, path)
+	}
 }
 
 // The golden files are only worth their bytes if the synth writes the same model on every run.

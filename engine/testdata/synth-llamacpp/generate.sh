@@ -8,7 +8,7 @@
 set -eu
 ref=$1
 shift
-models=${*:-"qwen35-Q8_0 qwen35moe-Q8_0 qwen35-IQ2_XXS qwen35moe-MXFP4 qwen35moe-IQ2_XXS llama-Q8_0 qwen3-Q8_0 qwen3moe-Q8_0 qwen3moe-Q4_K qwen3moe-IQ4_XS qwen3moe-IQ2_XXS qwen3moe-MXFP4 qwen2moe-Q8_0 qwen2moe-IQ4_XS llama-IQ4_NL llama-IQ4_XS llama-MXFP4 llama-IQ2_XXS llama-IQ2_XS llama-IQ2_S llama-IQ3_XXS llama-IQ3_S"}
+models=${*:-"qwen35-Q8_0 qwen35moe-Q8_0 qwen35-IQ2_XXS qwen35moe-MXFP4 qwen35moe-IQ2_XXS llama-Q8_0 qwen3-Q8_0 qwen3moe-Q8_0 qwen3moe-Q4_K qwen3moe-IQ4_XS qwen3moe-IQ2_XXS qwen3moe-MXFP4 qwen2moe-Q8_0 qwen2moe-IQ4_XS llama-IQ4_NL llama-IQ4_XS llama-MXFP4 llama-IQ2_XXS llama-IQ2_XS llama-IQ2_S llama-IQ3_XXS llama-IQ3_S llama-Q3_K"}
 out=engine/testdata/synth-llamacpp
 longprompt="Once upon a time there was a little girl named Lily. She loved to play outside in the sun with her dog, a big brown dog called Max. One day they went to the park and found a small red ball under a tree. Lily threw the ball and Max ran after it, and they played until the sky was dark."
 tmp=$(mktemp -d)
