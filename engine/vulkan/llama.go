@@ -144,6 +144,10 @@ type Part struct {
 // CheckModel reports whether the resident driver can run m, with the reason when not.
 func CheckModel(m *model.Model) error {
 	h := m.Hyper
+	if len(h.Recurrent) > 0 {
+		// the Gated DeltaNet hybrids (qwen35, qwen35moe): no shader runs their recurrent layers yet
+		return fmt.Errorf("architecture %q: its recurrent (Gated DeltaNet) layers are %w yet; the CPU serves it", h.Arch, ErrUnsupported)
+	}
 	arch, ok := residentArchs[h.Arch]
 	if !ok {
 		names := slices.Sorted(maps.Keys(residentArchs))
