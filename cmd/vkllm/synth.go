@@ -24,7 +24,7 @@ func runSynth(ctx context.Context, args []string) error {
 	}
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	out := fs.String("o", "", "output GGUF file (required)")
-	preset := fs.String("preset", "tiny", "shape: tiny, 100m, 1b, 8b (llama, qwen2, qwen3); tiny, 30b-a3b (qwen3moe); tiny (qwen2moe)")
+	preset := fs.String("preset", "tiny", "shape: tiny, 100m, 1b, 8b (llama, qwen2, qwen3); tiny, 30b-a3b (qwen3moe); tiny (qwen2moe, qwen35, qwen35moe)")
 	arch := fs.String("arch", "llama", "architecture: "+strings.Join(synth.Architectures, ", "))
 	typeName := fs.String("type", "q8_0", "type of the matrices (norms and the router stay f32; rows that do not hold whole blocks fall back as llama-quantize does): "+strings.Join(typeNames, ", "))
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF (default: the embedded model's 512-token vocabulary)")
