@@ -1,6 +1,6 @@
 // dequant.glsl: reads GGUF/GGML quantized blocks from a uint-word storage buffer `w` and
 // expands one 32-element unit of a block into floats. The including shader defines exactly
-// one of T_F32 T_F16 T_Q4_0 T_Q4_1 T_Q5_0 T_Q5_1 T_Q8_0 T_Q4_K T_Q5_K T_Q6_K, the i-quants
+// one of T_F32 T_F16 T_Q4_0 T_Q4_1 T_Q5_0 T_Q5_1 T_Q8_0 T_Q3_K T_Q4_K T_Q5_K T_Q6_K, the i-quants
 // T_IQ4_NL T_IQ4_XS T_IQ2_XXS T_IQ2_XS T_IQ2_S T_IQ3_XXS T_IQ3_S T_IQ1_S T_IQ1_M, or T_MXFP4,
 // and declares `w` (uint words). Offsets are in bytes; every block of these types starts
 // 2-byte aligned except MXFP4's 17-byte blocks, which dq32 reads byte by byte.
@@ -30,6 +30,8 @@ const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 22u;
 const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 24u;
 #elif defined(T_Q8_0)
 const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 34u;
+#elif defined(T_Q3_K)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 110u;
 #elif defined(T_Q4_K)
 const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 144u;
 #elif defined(T_Q5_K)
@@ -72,6 +74,20 @@ void scaleMinK4(uint s, uint j, out float sc, out float m) {
         sc = float((b8(s + j + 4u) & 0xfu) | ((b8(s + j - 4u) >> 6) << 4));
         m = float((b8(s + j + 4u) >> 4) | ((b8(s + j) >> 6) << 4));
     }
+}
+#endif
+
+#if defined(T_Q3_K)
+// Q3_K's superblock: 32 bytes of high bits (element e's in byte e%32, bit e/32), 64 bytes of
+// 2-bit quants (element e's in byte 32·(e/128) + e%32, bits 2·((e%128)/32)), 12 bytes packing
+// 16 six-bit scales, f16 d at 108; element e is d·(scale(e/16) - 32)·(q + 4·high - 4).
+// q3Scale is scale j (0..15) of the 12 bytes at s, the 32 taken off: its low four bits are a
+// nibble of byte j%8 (the high nibble from j = 8 on), its top two bits are in byte 8 + j%4 at
+// bit 2·(j/4).
+int q3Scale(uint s, uint j) {
+    uint lo = (b8(s + (j & 7u)) >> (4u * (j >> 3))) & 0xfu;
+    uint hi = (b8(s + 8u + (j & 3u)) >> (2u * (j >> 2))) & 3u;
+    return int(lo | (hi << 4)) - 32;
 }
 #endif
 
@@ -136,6 +152,17 @@ void dq32(uint base, uint u, out float v[32]) {
     [[unroll]] for (uint i = 0u; i < 8u; i++) {
         uint q4 = load4(base + 2u + 4u * i);
         [[unroll]] for (uint b = 0u; b < 4u; b++) v[4u * i + b] = float(int(q4 << (24u - 8u * b)) >> 24) * d;
+    }
+#elif defined(T_Q3_K)
+    // unit u: quarter k of half h (shift 2k, high bit 4h + k), scales 2u and 2u + 1
+    float d = f16at(base + 108u);
+    uint h = u >> 2, k = u & 3u;
+    float d0 = d * float(q3Scale(base + 96u, 2u * u)), d1 = d * float(q3Scale(base + 96u, 2u * u + 1u));
+    uint qs = base + 32u + 32u * h;
+    uint shq = 2u * k, shh = 4u * h + k;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint q4 = ((load4(qs + 4u * i) >> shq) & 0x03030303u) | (((load4(base + 4u * i) >> shh) & 0x01010101u) << 2);
+        [[unroll]] for (uint b = 0u; b < 4u; b++) v[4u * i + b] = (i < 4u ? d0 : d1) * float(int((q4 >> (8u * b)) & 0xffu) - 4);
     }
 #elif defined(T_Q4_K)
     vec2 dm = unpackHalf2x16(w[base >> 2]);

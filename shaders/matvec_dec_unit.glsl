@@ -99,7 +99,28 @@ float UNIT_DOT(uint rowByte, uint u, uint xq[8], int sx[2]) {
     float sc0 = float(int(B8_(si) << 24) >> 24), sc1 = float(int(B8_(si + 1u) << 24) >> 24);
     float d = unpackHalf2x16(U16_(base + 208u)).x;
     return d * (sc0 * float(s0 - 32 * sx[0]) + sc1 * float(s1 - 32 * sx[1]));
+#elif defined(T_Q3_K)
+    uint b = u >> 3, j = u & 7u;
+    uint base = rowByte + 110u * b; // 2-byte aligned
+    uint hh = j >> 2, k = j & 3u;   // half of the superblock, quarter within it
+    uint qs[8], hm[8];
+    WORDS8_(base + 32u + 32u * hh, qs);
+    WORDS8_(base, hm);
+    uint shq = 2u * k, shh = 4u * hh + k;
+    int s0 = 0, s1 = 0;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint q = ((qs[i] >> shq) & 0x03030303u) | (((hm[i] >> shh) & 0x01010101u) << 2); // q + 4·high, 0..7
+        if (i < 4u) s0 += idot(q, xq[i]);
+        else s1 += idot(q, xq[i]);
+    }
+    // scales 2j and 2j + 1: low nibbles of byte (2j)%8 and the next (high ones from j = 4
+    // on), top bits in byte 8 + (2j)%4 and the next at bit 2·(2j/4)
+    uint sb = base + 96u, j0 = 2u * j, j1 = j0 + 1u;
+    int sc0 = int(((B8_(sb + (j0 & 7u)) >> (4u * (j0 >> 3))) & 0xfu) | (((B8_(sb + 8u + (j0 & 3u)) >> (2u * (j0 >> 2))) & 3u) << 4)) - 32;
+    int sc1 = int(((B8_(sb + (j1 & 7u)) >> (4u * (j1 >> 3))) & 0xfu) | (((B8_(sb + 8u + (j1 & 3u)) >> (2u * (j1 >> 2))) & 3u) << 4)) - 32;
+    float d = unpackHalf2x16(U16_(base + 108u)).x;
+    return d * (float(sc0) * float(s0 - 4 * sx[0]) + float(sc1) * float(s1 - 4 * sx[1]));
 #else
-#error "matvec_dec_unit.glsl: define T_Q4_0, T_Q8_0, T_Q4_K, T_Q5_K or T_Q6_K"
+#error "matvec_dec_unit.glsl: define T_Q4_0, T_Q8_0, T_Q3_K, T_Q4_K, T_Q5_K or T_Q6_K"
 #endif
 }

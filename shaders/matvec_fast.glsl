@@ -132,8 +132,18 @@ float unitDot(uint rowByte, uint idx, vec4 xv[4], float sx) {
         sq += dot(vec4(q4 & 0xffu, (q4 >> 8) & 0xffu, (q4 >> 16) & 0xffu, q4 >> 24), xv[i]);
     }
     return dsc * (sq - 32.0 * sx);
+#elif defined(T_Q3_K)
+    uint h = u >> 2, k = u & 3u;
+    uint qs = base + 32u + 32u * h + 16u * hf, hm = base + 16u * hf;
+    float dsc = f16at(base + 108u) * float(q3Scale(base + 96u, s));
+    uint shq = 2u * k, shh = 4u * h + k;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint q4 = ((load4(qs + 4u * i) >> shq) & 0x03030303u) | (((load4(hm + 4u * i) >> shh) & 0x01010101u) << 2);
+        sq += dot(vec4(q4 & 0xffu, (q4 >> 8) & 0xffu, (q4 >> 16) & 0xffu, q4 >> 24), xv[i]);
+    }
+    return dsc * (sq - 4.0 * sx);
 #else
-#error "matvec_fast.glsl: define T_Q4_0, T_Q8_0, T_Q4_K, T_Q5_K, T_Q6_K or an i-quant (dequant_iq.glsl)"
+#error "matvec_fast.glsl: define T_Q4_0, T_Q8_0, T_Q3_K, T_Q4_K, T_Q5_K, T_Q6_K or an i-quant (dequant_iq.glsl)"
 #endif
 }
 #endif

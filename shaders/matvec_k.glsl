@@ -57,8 +57,21 @@ float slotDot(uint base, uint s, uint xo) {
         sq += dot(q, x4[(xo >> 2) + i]);
     }
     return dsc * sq;
+#elif defined(T_Q3_K)
+    // slot s is scale s's 16 elements: quarter k of half h, bytes 16·hf on of its quants and
+    // of the high bits
+    uint h = u >> 2, k = u & 3u;
+    uint qs = base + 32u + 32u * h + 16u * hf, hm = base + 16u * hf;
+    float dsc = f16at(base + 108u) * float(q3Scale(base + 96u, s));
+    uint shq = 2u * k, shh = 4u * h + k;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint q4 = ((load4(qs + 4u * i) >> shq) & 0x03030303u) | (((load4(hm + 4u * i) >> shh) & 0x01010101u) << 2);
+        vec4 q = vec4(q4 & 0xffu, (q4 >> 8) & 0xffu, (q4 >> 16) & 0xffu, q4 >> 24) - 4.0;
+        sq += dot(q, x4[(xo >> 2) + i]);
+    }
+    return dsc * sq;
 #else
-#error "matvec_k.glsl: define T_Q4_K, T_Q5_K or T_Q6_K"
+#error "matvec_k.glsl: define T_Q3_K, T_Q4_K, T_Q5_K or T_Q6_K"
 #endif
 }
 
