@@ -27,7 +27,8 @@ type wtensor struct {
 	name string
 	typ  quant.Type
 	dims []uint64
-	data []byte
+	size uint64 // the data's bytes, whether held or not
+	data []byte // nil for a tensor added by AddTensorShape
 }
 
 // NewWriter returns an empty writer.
@@ -108,39 +109,60 @@ func (w *Writer) Delete(key string) {
 // AddTensor adds a tensor whose data is already in typ's layout. data is kept, not copied: it
 // must not change before WriteTo.
 func (w *Writer) AddTensor(name string, typ quant.Type, dims []uint64, data []byte) error {
+	size, err := w.checkTensor(name, typ, dims)
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) != size {
+		return fmt.Errorf("add tensor %q: %d bytes of data, expected %d for %v %v", name, len(data), size, typ, dims)
+	}
+	w.names[name] = true
+	w.tensors = append(w.tensors, wtensor{name: name, typ: typ, dims: append([]uint64(nil), dims...), size: uint64(size), data: data})
+	return nil
+}
+
+// AddTensorShape adds a tensor's name, type and dimensions without its data, for a header-only
+// file (WriteHeaderTo): its info records the offset its data would have in the whole file.
+func (w *Writer) AddTensorShape(name string, typ quant.Type, dims []uint64) error {
+	size, err := w.checkTensor(name, typ, dims)
+	if err != nil {
+		return err
+	}
+	w.names[name] = true
+	w.tensors = append(w.tensors, wtensor{name: name, typ: typ, dims: append([]uint64(nil), dims...), size: uint64(size)})
+	return nil
+}
+
+// checkTensor checks a tensor to add and returns its data's size in bytes.
+func (w *Writer) checkTensor(name string, typ quant.Type, dims []uint64) (int64, error) {
 	if name == "" {
-		return errors.New("add tensor: empty name")
+		return 0, errors.New("add tensor: empty name")
 	}
 	if w.names[name] {
-		return fmt.Errorf("add tensor %q: a tensor of that name was already added", name)
+		return 0, fmt.Errorf("add tensor %q: a tensor of that name was already added", name)
 	}
 	if !typ.Valid() {
-		return fmt.Errorf("add tensor %q: unknown tensor type %v", name, typ)
+		return 0, fmt.Errorf("add tensor %q: unknown tensor type %v", name, typ)
 	}
 	if len(dims) == 0 || len(dims) > maxDims {
-		return fmt.Errorf("add tensor %q: %d dimensions, expected 1 to %d", name, len(dims), maxDims)
+		return 0, fmt.Errorf("add tensor %q: %d dimensions, expected 1 to %d", name, len(dims), maxDims)
 	}
 	n, err := elements(dims)
 	if err != nil {
-		return fmt.Errorf("add tensor %q: %w", name, err)
+		return 0, fmt.Errorf("add tensor %q: %w", name, err)
 	}
 	if dims[0]%uint64(typ.BlockSize()) != 0 {
-		return fmt.Errorf("add tensor %q: row length %d is not a multiple of the %v block size %d", name, dims[0], typ, typ.BlockSize())
+		return 0, fmt.Errorf("add tensor %q: row length %d is not a multiple of the %v block size %d", name, dims[0], typ, typ.BlockSize())
 	}
 	row, err := typ.RowBytes(int(dims[0]))
 	if err != nil {
-		return fmt.Errorf("add tensor %q: %w", name, err)
+		return 0, fmt.Errorf("add tensor %q: %w", name, err)
 	}
 	rows := n / int64(dims[0])
 	if rows > math.MaxInt64/int64(row) {
-		return fmt.Errorf("add tensor %q: dimensions %v are too large", name, dims)
+		return 0, fmt.Errorf("add tensor %q: dimensions %v are too large", name, dims)
 	}
-	if want := int64(row) * rows; int64(len(data)) != want {
-		return fmt.Errorf("add tensor %q: %d bytes of data, expected %d for %v %v", name, len(data), want, typ, dims)
-	}
-	w.names[name] = true
-	w.tensors = append(w.tensors, wtensor{name: name, typ: typ, dims: append([]uint64(nil), dims...), data: data})
-	return nil
+	return int64(row) * rows, nil
 }
 
 // AddTensorF32 quantizes values (ne0 fastest) to typ and adds the tensor.
@@ -186,6 +208,20 @@ func (w *Writer) alignment() (uint64, error) {
 
 // WriteTo writes the file: header, metadata, tensor infos, padding, aligned tensor data.
 func (w *Writer) WriteTo(out io.Writer) (int64, error) {
+	for _, t := range w.tensors {
+		if t.data == nil {
+			return 0, fmt.Errorf("write gguf: tensor %q has no data (added by AddTensorShape): write the header alone with WriteHeaderTo", t.name)
+		}
+	}
+	return w.write(out, true)
+}
+
+// WriteHeaderTo writes a header-only file: header, metadata and tensor infos with the offsets the
+// whole file would have, padded to where the tensor data would start, and no tensor data.
+// OpenHeader reads it (its MissingBytes is the data the whole file would hold).
+func (w *Writer) WriteHeaderTo(out io.Writer) (int64, error) { return w.write(out, false) }
+
+func (w *Writer) write(out io.Writer, withData bool) (int64, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -213,12 +249,15 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		}
 		e.u32(uint32(t.typ))
 		e.u64(off)
-		off = pad(off+uint64(len(t.data)), align)
+		off = pad(off+t.size, align)
 	}
 	e.zeros(pad(uint64(cw.n), align) - uint64(cw.n))
 	for _, t := range w.tensors {
+		if !withData {
+			break
+		}
 		e.bytes(t.data)
-		e.zeros(pad(uint64(len(t.data)), align) - uint64(len(t.data)))
+		e.zeros(pad(t.size, align) - t.size)
 	}
 	if cw.err == nil {
 		cw.err = cw.w.Flush()
@@ -239,13 +278,18 @@ func (w *Writer) Bytes() ([]byte, error) {
 }
 
 // WriteFile writes the file to path (through a temporary file renamed into place).
-func (w *Writer) WriteFile(path string) error {
+func (w *Writer) WriteFile(path string) error { return w.writeFile(path, w.WriteTo) }
+
+// WriteHeaderFile writes the header-only file (WriteHeaderTo) to path, as WriteFile does.
+func (w *Writer) WriteHeaderFile(path string) error { return w.writeFile(path, w.WriteHeaderTo) }
+
+func (w *Writer) writeFile(path string, write func(io.Writer) (int64, error)) error {
 	tmp := path + ".tmp"
 	fh, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("write gguf %s: %w", path, err)
 	}
-	_, err = w.WriteTo(fh)
+	_, err = write(fh)
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}
