@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -34,6 +35,9 @@ type Shape struct {
 	// the Gated DeltaNet layers: every FullAttention-th layer is attention, the others
 	// recurrent, with convolution taps, a head size, query/key heads and value heads
 	FullAttention, SSMConv, SSMState, SSMKHeads, SSMVHeads int
+	// Vocab is the number of tokens; 0: the vocabulary source's. A larger one pads the source's
+	// vocabulary with unused tokens (a full-size model's embedding and head from a small vocabulary).
+	Vocab int
 }
 
 // HeadSize is the per-head width of queries and keys.
@@ -87,7 +91,19 @@ var qwen35moePresets = map[string]Shape{
 	"tiny": {Dim: 256, Layers: 4, Heads: 4, HeadsKV: 2, HeadDim: 64, RopeDims: 16, FFN: 256, Ctx: 2048,
 		Experts: 8, ExpertsUsed: 2, ExpertFFN: 128, SharedFFN: 256,
 		FullAttention: 4, SSMConv: 4, SSMState: 64, SSMKHeads: 2, SSMVHeads: 4},
+	// Qwen3.6-35B-A3B as published: 40 layers of dim 2048 in 10 × (3 × (Gated DeltaNet → MoE)
+	// → 1 × (gated attention → MoE)); DeltaNet 32 value heads and 16 query/key heads of 128,
+	// conv kernel 4; gated attention 16 query heads over 2 KV heads of 256, 64 of them rotated;
+	// 256 experts of width 512, 8 routed and 1 shared of 512; vocab 248320, context 262144
+	// (~34.7B parameters, ~3B active). Written tiled (TiledPresets).
+	"qwen36-35b-a3b": {Dim: 2048, Layers: 40, Heads: 16, HeadsKV: 2, HeadDim: 256, RopeDims: 64, FFN: 512, Ctx: 262144,
+		Experts: 256, ExpertsUsed: 8, ExpertFFN: 512, SharedFFN: 512,
+		FullAttention: 4, SSMConv: 4, SSMState: 128, SSMKHeads: 16, SSMVHeads: 32, Vocab: 248320},
 }
+
+// TiledPresets are the full-size presets the CLI writes tiled (Options.Tile) unless told
+// otherwise: quantizing ~32B values of IQ2_XXS at ~1 M values a second a core would take hours.
+var TiledPresets = map[string]bool{"qwen35moe/qwen36-35b-a3b": true}
 
 func presetsOf(arch string) map[string]Shape {
 	switch arch {
@@ -142,11 +158,76 @@ func ParseType(name string) (quant.Type, error) {
 	return 0, fmt.Errorf("unknown tensor type %q (want one of %s)", name, strings.Join(names, ", "))
 }
 
+// Mix is the type of each role of tensor. A plain -type is one type for all (Uniform); a named
+// mix (Mixes) chooses per role as a published quantization recipe does. Norms, biases, the router,
+// the DeltaNet's convolution, decay and write-strength tensors stay F32 in every mix.
+type Mix struct {
+	Name        string
+	Embed, Head quant.Type
+	Attn        quant.Type // attention q, k, v and output (plain or gated)
+	DeltaNet    quant.Type // a Gated DeltaNet layer's fused qkv and gate z projections
+	SSMOut      quant.Type // a Gated DeltaNet layer's output projection
+	FFN         quant.Type // a dense model's gate, up and down
+	Experts     quant.Type // the routed experts' gate, up and down
+	Shared      quant.Type // the shared expert's gate, up and down
+}
+
+// Uniform is typ for every matrix but the head of a K-quant model, which is Q6_K as
+// llama-quantize's mixes keep it.
+func Uniform(typ quant.Type) Mix {
+	head := typ
+	if typ == quant.Q2_K || typ == quant.Q3_K || typ == quant.Q4_K || typ == quant.Q5_K {
+		head = quant.Q6_K
+	}
+	return Mix{Name: strings.ToLower(typ.String()), Embed: typ, Head: head, Attn: typ, DeltaNet: typ, SSMOut: typ, FFN: typ, Experts: typ, Shared: typ}
+}
+
+// Mixes are the named mixes, by -type name.
+//
+// ud-iq2_xxs follows unsloth's dynamic (UD) IQ2_XXS recipe for the Qwen3.5/3.6 MoE hybrids
+// as unsloth published it (their Qwen3.5 GGUF benchmarks, 2026-02: ffn_up/gate_exps take low
+// bits well, ffn_down_exps a little less; ssm_out "dramatically" worse when quantized and
+// small; any attn_* especially sensitive in a hybrid; embeddings the least sensitive, the head
+// safe at 6 bits). Only the routed experts, ~93% of the parameters, go down to IQ2_XXS; the
+// rest stays high:
+//
+//	routed experts (gate, up, down)           IQ2_XXS  2.06 bits a weight
+//	attention q/k/v/output, DeltaNet qkv and
+//	gate z, ssm_out, the shared expert        Q8_0     8.5: sensitive and together only ~1.4B
+//	token embedding                           Q5_K     5.5: the least sensitive
+//	output head                               Q6_K     6.56: as llama-quantize keeps heads
+//	norms, router, conv, decay, beta          F32
+//
+// On the qwen36-35b-a3b preset that is 10.67 GB (9.94 GiB), as unsloth's ~10.7 GB file.
+// A dense model takes Q4_K for its FFN under this mix (it has no experts to push down).
+var Mixes = map[string]Mix{
+	"ud-iq2_xxs": {Name: "ud-iq2_xxs", Embed: quant.Q5_K, Head: quant.Q6_K, Attn: quant.Q8_0, DeltaNet: quant.Q8_0, SSMOut: quant.Q8_0,
+		FFN: quant.Q4_K, Experts: quant.IQ2_XXS, Shared: quant.Q8_0},
+}
+
+// ParseMix returns the mix a -type names: a named mix (Mixes), or Uniform of one of Types.
+func ParseMix(name string) (Mix, error) {
+	if m, ok := Mixes[strings.ToLower(name)]; ok {
+		return m, nil
+	}
+	t, err := ParseType(name)
+	if err != nil {
+		var mixes []string
+		for n := range Mixes {
+			mixes = append(mixes, n)
+		}
+		sort.Strings(mixes)
+		return Mix{}, fmt.Errorf("%w, or a mix: %s", err, strings.Join(mixes, ", "))
+	}
+	return Uniform(t), nil
+}
+
 // Options say what to write.
 type Options struct {
 	Arch  string
 	Shape Shape
-	Type  quant.Type
+	Type  quant.Type // every matrix's type (Uniform), unless Mix is set
+	Mix   *Mix       // the type of each role; nil: Uniform(Type)
 	Vocab *gguf.File // the tokenizer.* keys are copied from it
 	Seed  uint64
 	// Tile quantizes only the first TileValues values (whole rows) of each random stream and
@@ -154,6 +235,9 @@ type Options struct {
 	// (the i-quants quantize at ~1 M values a second a core), for timing only, since its rows
 	// repeat.
 	Tile bool
+	// HeaderOnly writes the metadata and the tensor infos, at the offsets the whole file would
+	// give them, and no tensor data: what the plan reads, in an instant, at any size.
+	HeaderOnly bool
 }
 
 // TileValues is how many values of each stream a tiled model quantizes (rounded up to whole
@@ -176,6 +260,9 @@ func (f Fallback) String() string {
 type Result struct {
 	Params    int64
 	Fallbacks []Fallback
+	// Bytes is the whole file's size (for a header-only file, the size the whole file would
+	// have: its header plus the tensor data it leaves out).
+	Bytes int64
 }
 
 // FallbackType is the type llama-quantize writes a tensor of rows of cols in when want's blocks
@@ -222,6 +309,22 @@ func Write(ctx context.Context, path string, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if o.HeaderOnly {
+		for _, t := range list {
+			if err := w.AddTensorShape(t.name, t.typ, t.dims); err != nil {
+				return Result{}, fmt.Errorf("add %s: %w", t.name, err)
+			}
+		}
+		if err := w.WriteHeaderFile(path); err != nil {
+			return Result{}, fmt.Errorf("write header of %s: %w", path, err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return Result{}, fmt.Errorf("header of %s: %w", path, err)
+		}
+		res.Bytes = fi.Size() + dataBytes(list)
+		return res, nil
+	}
 	if err := fill(ctx, list, o.Seed, o.Tile); err != nil {
 		return Result{}, err
 	}
@@ -233,13 +336,37 @@ func Write(ctx context.Context, path string, o Options) (Result, error) {
 	if err := w.WriteFile(path); err != nil {
 		return Result{}, fmt.Errorf("write %s: %w", path, err)
 	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return Result{}, fmt.Errorf("written model %s: %w", path, err)
+	}
+	res.Bytes = fi.Size()
 	return res, nil
+}
+
+// dataBytes is the tensor data section's size: each tensor's bytes padded to the writer's
+// default alignment of 32 (synth sets no general.alignment).
+func dataBytes(list []*tensor) int64 {
+	var n int64
+	for _, t := range list {
+		elems := int64(1)
+		for _, d := range t.dims {
+			elems *= int64(d)
+		}
+		rb, _ := t.typ.RowBytes(int(t.dims[0])) // build checked every row against its type
+		n += (int64(rb)*(elems/int64(t.dims[0])) + 31) / 32 * 32
+	}
+	return n
 }
 
 // build sets the metadata and lists the tensors, without their data.
 func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 	var res Result
-	s, arch, typ := o.Shape, o.Arch, o.Type
+	s, arch := o.Shape, o.Arch
+	mix := Uniform(o.Type)
+	if o.Mix != nil {
+		mix = *o.Mix
+	}
 	known := false
 	for _, a := range Architectures {
 		known = known || a == arch
@@ -274,10 +401,17 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 		return nil, nil, res, fmt.Errorf("vocabulary source has no tokenizer.ggml.tokens")
 	}
 	nVocab := len(tokens)
+	if s.Vocab > 0 && s.Vocab < nVocab {
+		return nil, nil, res, fmt.Errorf("synth: the vocabulary source has %d tokens, more than the shape's %d", nVocab, s.Vocab)
+	}
+	pad := 0
+	if s.Vocab > nVocab {
+		pad, nVocab = s.Vocab-nVocab, s.Vocab
+	}
 	hd := s.HeadSize()
 	w := gguf.NewWriter()
 	w.SetString("general.architecture", arch)
-	w.SetString("general.name", fmt.Sprintf("vkllm synthetic %s %s seed %d", arch, typ, o.Seed))
+	w.SetString("general.name", fmt.Sprintf("vkllm synthetic %s %s seed %d", arch, mix.Name, o.Seed))
 	w.SetUint32(arch+".embedding_length", uint32(s.Dim))
 	w.SetUint32(arch+".block_count", uint32(s.Layers))
 	w.SetUint32(arch+".attention.head_count", uint32(s.Heads))
@@ -324,11 +458,10 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 			w.SetValue(kv.Key, kv.Value)
 		}
 	}
-
-	// The head of K-quant models is Q6_K, as llama-quantize's mixes keep it.
-	headType := typ
-	if typ == quant.Q2_K || typ == quant.Q3_K || typ == quant.Q4_K || typ == quant.Q5_K {
-		headType = quant.Q6_K
+	if pad > 0 {
+		if err := padVocab(w, o.Vocab, tokens, pad); err != nil {
+			return nil, nil, res, err
+		}
 	}
 	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 	var list []*tensor
@@ -349,26 +482,26 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 		}
 		list = append(list, &tensor{name: name, typ: t, dims: ud, scale: scale, bias: bias, streams: streams})
 	}
-	add("token_embd.weight", typ, 1, 0, s.Dim, nVocab)
+	add("token_embd.weight", mix.Embed, 1, 0, s.Dim, nVocab)
 	for l := 0; l < s.Layers; l++ {
 		b := func(n string) string { return fmt.Sprintf("blk.%d.%s", l, n) }
 		add(b("attn_norm.weight"), quant.F32, 0.1, 1, s.Dim)
 		switch {
 		case hybrid && (l+1)%s.FullAttention != 0:
-			addDeltaNet(add, b, typ, s.Dim, keyDim, valueDim, s)
+			addDeltaNet(add, b, mix, s.Dim, keyDim, valueDim, s)
 		case hybrid:
 			// gated attention: each head's query, then its output gate
-			add(b("attn_q.weight"), typ, inv(s.Dim), 0, s.Dim, 2*s.Heads*hd)
-			add(b("attn_k.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
-			add(b("attn_v.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
-			add(b("attn_output.weight"), typ, inv(s.Heads*hd), 0, s.Heads*hd, s.Dim)
+			add(b("attn_q.weight"), mix.Attn, inv(s.Dim), 0, s.Dim, 2*s.Heads*hd)
+			add(b("attn_k.weight"), mix.Attn, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+			add(b("attn_v.weight"), mix.Attn, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+			add(b("attn_output.weight"), mix.Attn, inv(s.Heads*hd), 0, s.Heads*hd, s.Dim)
 			add(b("attn_q_norm.weight"), quant.F32, 0.1, 1, hd)
 			add(b("attn_k_norm.weight"), quant.F32, 0.1, 1, hd)
 		default:
-			add(b("attn_q.weight"), typ, inv(s.Dim), 0, s.Dim, s.Heads*hd)
-			add(b("attn_k.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
-			add(b("attn_v.weight"), typ, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
-			add(b("attn_output.weight"), typ, inv(s.Heads*hd), 0, s.Heads*hd, s.Dim)
+			add(b("attn_q.weight"), mix.Attn, inv(s.Dim), 0, s.Dim, s.Heads*hd)
+			add(b("attn_k.weight"), mix.Attn, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+			add(b("attn_v.weight"), mix.Attn, inv(s.Dim), 0, s.Dim, s.HeadsKV*hd)
+			add(b("attn_output.weight"), mix.Attn, inv(s.Heads*hd), 0, s.Heads*hd, s.Dim)
 		}
 		if hybrid {
 			add(b("post_attention_norm.weight"), quant.F32, 0.1, 1, s.Dim)
@@ -379,19 +512,19 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 			// the router's scale spreads its logits over a few units, so that the top
 			// experts are clear winners but the runners-up still carry weight
 			add(b("ffn_gate_inp.weight"), quant.F32, 2*inv(s.Dim), 0, s.Dim, s.Experts)
-			add(b("ffn_gate_exps.weight"), typ, inv(s.Dim), 0, s.Dim, s.ExpertFFN, s.Experts)
-			add(b("ffn_up_exps.weight"), typ, inv(s.Dim), 0, s.Dim, s.ExpertFFN, s.Experts)
-			add(b("ffn_down_exps.weight"), typ, inv(s.ExpertFFN), 0, s.ExpertFFN, s.Dim, s.Experts)
+			add(b("ffn_gate_exps.weight"), mix.Experts, inv(s.Dim), 0, s.Dim, s.ExpertFFN, s.Experts)
+			add(b("ffn_up_exps.weight"), mix.Experts, inv(s.Dim), 0, s.Dim, s.ExpertFFN, s.Experts)
+			add(b("ffn_down_exps.weight"), mix.Experts, inv(s.ExpertFFN), 0, s.ExpertFFN, s.Dim, s.Experts)
 			if shared {
 				add(b("ffn_gate_inp_shexp.weight"), quant.F32, 2*inv(s.Dim), 0, s.Dim)
-				add(b("ffn_gate_shexp.weight"), typ, inv(s.Dim), 0, s.Dim, s.SharedFFN)
-				add(b("ffn_up_shexp.weight"), typ, inv(s.Dim), 0, s.Dim, s.SharedFFN)
-				add(b("ffn_down_shexp.weight"), typ, inv(s.SharedFFN), 0, s.SharedFFN, s.Dim)
+				add(b("ffn_gate_shexp.weight"), mix.Shared, inv(s.Dim), 0, s.Dim, s.SharedFFN)
+				add(b("ffn_up_shexp.weight"), mix.Shared, inv(s.Dim), 0, s.Dim, s.SharedFFN)
+				add(b("ffn_down_shexp.weight"), mix.Shared, inv(s.SharedFFN), 0, s.SharedFFN, s.Dim)
 			}
 		} else {
-			add(b("ffn_gate.weight"), typ, inv(s.Dim), 0, s.Dim, s.FFN)
-			add(b("ffn_up.weight"), typ, inv(s.Dim), 0, s.Dim, s.FFN)
-			add(b("ffn_down.weight"), typ, inv(s.FFN), 0, s.FFN, s.Dim)
+			add(b("ffn_gate.weight"), mix.FFN, inv(s.Dim), 0, s.Dim, s.FFN)
+			add(b("ffn_up.weight"), mix.FFN, inv(s.Dim), 0, s.Dim, s.FFN)
+			add(b("ffn_down.weight"), mix.FFN, inv(s.FFN), 0, s.FFN, s.Dim)
 		}
 		switch arch {
 		case "qwen2", "qwen2moe":
@@ -404,7 +537,7 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 		}
 	}
 	add("output_norm.weight", quant.F32, 0.1, 1, s.Dim)
-	add("output.weight", headType, 4*inv(s.Dim), 0, s.Dim, nVocab)
+	add("output.weight", mix.Head, 4*inv(s.Dim), 0, s.Dim, nVocab)
 	for _, t := range list {
 		n := int64(1)
 		for _, d := range t.dims {
@@ -416,21 +549,59 @@ func build(o Options) (*gguf.Writer, []*tensor, Result, error) {
 }
 
 // addDeltaNet lists a Gated DeltaNet layer's tensors under llama.cpp's names: the fused q/k/v
-// projection and the gate z in typ; the convolution, the decay's and write strength's
-// projections and constants, and the output norm in F32 (as the converter leaves them). ssm_a
-// holds -exp(A_log), so its values are negative: decays between e^-3 and e^-0.05 a token.
-func addDeltaNet(add func(string, quant.Type, float32, float32, ...int), b func(string) string, typ quant.Type, dim, keyDim, valueDim int, s Shape) {
+// projection and the gate z in the mix's DeltaNet type, the output projection in its SSMOut
+// type; the convolution, the decay's and write strength's projections and constants, and the
+// output norm in F32 (as the converter leaves them). ssm_a holds -exp(A_log), so its values are
+// negative: decays between e^-3 and e^-0.05 a token.
+func addDeltaNet(add func(string, quant.Type, float32, float32, ...int), b func(string) string, mix Mix, dim, keyDim, valueDim int, s Shape) {
 	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 	convDim := 2*keyDim + valueDim
-	add(b("attn_qkv.weight"), typ, inv(dim), 0, dim, convDim)
-	add(b("attn_gate.weight"), typ, inv(dim), 0, dim, valueDim)
+	add(b("attn_qkv.weight"), mix.DeltaNet, inv(dim), 0, dim, convDim)
+	add(b("attn_gate.weight"), mix.DeltaNet, inv(dim), 0, dim, valueDim)
 	add(b("ssm_conv1d.weight"), quant.F32, 0.5, 0, s.SSMConv, convDim)
 	add(b("ssm_dt.bias"), quant.F32, 0.5, 0, s.SSMVHeads)
 	add(b("ssm_a"), quant.F32, 0.3, -1, s.SSMVHeads)
 	add(b("ssm_beta.weight"), quant.F32, inv(dim), 0, dim, s.SSMVHeads)
 	add(b("ssm_alpha.weight"), quant.F32, inv(dim), 0, dim, s.SSMVHeads)
 	add(b("ssm_norm.weight"), quant.F32, 0.1, 1, s.SSMState)
-	add(b("ssm_out.weight"), typ, inv(valueDim), 0, valueDim, dim)
+	add(b("ssm_out.weight"), mix.SSMOut, inv(valueDim), 0, valueDim, dim)
+}
+
+// padVocab appends pad unused tokens ("<|synth_unused_N|>", token type 5, the lowest score) to
+// the copied vocabulary, so that a small source vocabulary can stand for a full-size one.
+func padVocab(w *gguf.Writer, src *gguf.File, tokens []string, pad int) error {
+	all := append(append(make([]string, 0, len(tokens)+pad), tokens...), make([]string, pad)...)
+	for i := range pad {
+		all[len(tokens)+i] = fmt.Sprintf("<|synth_unused_%d|>", i)
+	}
+	w.SetStrings("tokenizer.ggml.tokens", all)
+	if _, present := src.Get("tokenizer.ggml.scores"); present {
+		scores, ok := src.Float32s("tokenizer.ggml.scores")
+		if !ok || len(scores) != len(tokens) {
+			return fmt.Errorf("synth: pad the vocabulary: tokenizer.ggml.scores has %d entries for %d tokens", len(scores), len(tokens))
+		}
+		low := float32(0)
+		for _, v := range scores {
+			low = min(low, v)
+		}
+		padded := append(append(make([]float32, 0, len(all)), scores...), make([]float32, pad)...)
+		for i := len(scores); i < len(padded); i++ {
+			padded[i] = low - 1
+		}
+		w.SetFloat32s("tokenizer.ggml.scores", padded)
+	}
+	if _, present := src.Get("tokenizer.ggml.token_type"); present {
+		types, ok := src.Int32s("tokenizer.ggml.token_type")
+		if !ok || len(types) != len(tokens) {
+			return fmt.Errorf("synth: pad the vocabulary: tokenizer.ggml.token_type has %d entries for %d tokens", len(types), len(tokens))
+		}
+		padded := append(append(make([]int32, 0, len(all)), types...), make([]int32, pad)...)
+		for i := len(types); i < len(padded); i++ {
+			padded[i] = 5 // unused
+		}
+		w.SetInt32s("tokenizer.ggml.token_type", padded)
+	}
+	return nil
 }
 
 // job is one random stream of one tensor: the whole tensor, or one expert of a 3-D one.
