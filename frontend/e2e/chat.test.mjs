@@ -55,6 +55,27 @@ test("the header names the loaded model and its placement, and on the CPU why", 
   }
 });
 
+// Under LANG=C (or no LANG: containers, CI) WebKitGTK reports navigator.language as "C", which
+// Intl refuses; uPlot formats with it when its module loads, and the window stayed blank. The
+// page here is told the same and must still draw, with no page error.
+test("the page draws when the browser reports the POSIX locale C as its language", async () => {
+  const cPage = await context.newPage();
+  const errors = [];
+  cPage.on("pageerror", (e) => errors.push(e.message));
+  await cPage.addInitScript(() => {
+    Object.defineProperty(Navigator.prototype, "language", { configurable: true, get: () => "C" });
+    Object.defineProperty(Navigator.prototype, "languages", { configurable: true, get: () => ["C"] });
+  });
+  try {
+    await cPage.goto(server.url);
+    await cPage.locator("#model-name").waitFor({ timeout: 15_000 });
+    assert.equal(await cPage.evaluate(() => navigator.language), "en-US");
+    assert.deepEqual(errors, []);
+  } finally {
+    await cPage.close();
+  }
+});
+
 test("a typed message gets a streamed reply with its speed", async () => {
   const deltas = [];
   await page.exposeFunction("__vkllmDelta", (t) => deltas.push(t));
