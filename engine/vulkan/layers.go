@@ -57,6 +57,16 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 		s.Barrier()
 	}
 	stamp("qkv")
+	r.attend(s, l, m)
+	r.attnOut(s, l, m)
+}
+
+// attend records the rotation of r.q and r.k and the store of r.k and r.v in the layer's cache
+// at the rows' positions (one rope_kv dispatch), then causal attention into r.att.
+func (r *Resident) attend(s *Seq, l *layerWeights, m int) {
+	h := r.h
+	qd, kd, vd := h.QDim(), h.KDim(), h.VDim()
+	stamp := r.stamper(s)
 	neox := h.Rope.Kind == model.RopeNeoX
 	s.RopeKV(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
 		h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd)
@@ -70,9 +80,13 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	}
 	s.Barrier()
 	stamp("attention")
-	r.project(s, r.att.All(), qd, m, projection{l.o, r.x, dim, true})
+}
+
+// attnOut records x += O·att.
+func (r *Resident) attnOut(s *Seq, l *layerWeights, m int) {
+	r.project(s, r.att.All(), r.h.QDim(), m, projection{l.o, r.x, r.h.Dim, true})
 	s.Barrier()
-	stamp("attn_out")
+	r.stamper(s)("attn_out")
 }
 
 // qkvBias adds the Q, K and V biases (qwen2, qwen2moe; a qwen2moe file may leave any out).

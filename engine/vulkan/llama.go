@@ -49,13 +49,14 @@ type layerWeights struct {
 	qBias, kBias, vBias vector // qwen2 (nil buffers otherwise)
 	qNorm, kNorm        vector // qwen3: per-head RMSNorm weights (nil buffers otherwise)
 	q, k, v, o          weight
-	gate, up, down      weight      // the dense FFN (none for a mixture of experts)
-	moe                 *moeWeights // the mixture-of-experts FFN (qwen2moe, qwen3moe); nil for a dense one
-	kCache, vCache      *Buffer
+	gate, up, down      weight           // the dense FFN (none for a mixture of experts)
+	moe                 *moeWeights      // the mixture-of-experts FFN (qwen2moe, qwen3moe); nil for a dense one
+	dn                  *deltaNetWeights // a Gated DeltaNet block in place of attention (qwen35, qwen35moe); nil otherwise
+	kCache, vCache      *Buffer          // nil for a DeltaNet layer
 }
 
-// Resident is the whole-model resident forward pass of a llama, qwen2, qwen3, qwen2moe or
-// qwen3moe model (residentArchs): every
+// Resident is the whole-model resident forward pass of a llama, qwen2, qwen3, qwen2moe,
+// qwen3moe, qwen35 or qwen35moe model (residentArchs): every
 // weight uploaded in its GGUF layout, the KV cache in f16 on the device and scratch sized once
 // for a Window-row prefill. Decode replays one pre-recorded command buffer per token with the
 // token and position in device-visible buffers. It implements model.Runner and is not safe for
@@ -74,16 +75,23 @@ type Resident struct {
 
 	// scratch, token-major
 	x, xn, q, k, v, att, gate, up *Buffer
-	attPart                       *Buffer    // split attention's per-range partials (fast tier; nil on the exact tier)
-	xq                            *Buffer    // activations rounded for quantized weights
-	moe                           moeScratch // a mixture of experts' routing (nil buffers for a dense model)
-	logits                        *Buffer    // host-visible: rows × vocab
+	attPart                       *Buffer      // split attention's per-range partials (fast tier; nil on the exact tier)
+	xq                            *Buffer      // activations rounded for quantized weights
+	moe                           moeScratch   // a mixture of experts' routing (nil buffers for a dense model)
+	dn                            deltaScratch // the Gated-DeltaNet hybrids' (nil buffers for other models)
+	logits                        *Buffer      // host-visible: rows × vocab
 	logitRows                     int
 	ids, pos, best                *Buffer // host-visible
 	ropeCS                        *Buffer // host-visible: rows × ropeDims/2 (cos, sin) pairs
 	ropeTab                       []float32
 	ropeDims                      int
 	ropeScale                     float32
+	ropeStill                     []bool // M-RoPE's pairs that text keeps at position 0 (qwen35); nil: none
+
+	// the tokens the recurrent layers' state has folded in, and whether that state is unknown
+	// (never cleared, or a pass failed); see rewindTo
+	history []int
+	stale   bool
 
 	decode *Seq // the pre-recorded single-token pass
 	closed bool
@@ -114,6 +122,9 @@ type ResidentBytes struct {
 	Scratch uint64
 	Layers  uint64 // the blocks' weights (blk.N.*)
 	Head    uint64 // final norm and output head (the embedding table when tied), 0 without them
+	// Recurrent is the Gated DeltaNet layers' state (also counted in Scratch), the plan's
+	// Scratch.RecurrentState.
+	Recurrent uint64
 }
 
 // ResidentOptions tunes NewResident.
@@ -144,10 +155,6 @@ type Part struct {
 // CheckModel reports whether the resident driver can run m, with the reason when not.
 func CheckModel(m *model.Model) error {
 	h := m.Hyper
-	if len(h.Recurrent) > 0 {
-		// the Gated DeltaNet hybrids (qwen35, qwen35moe): no shader runs their recurrent layers yet
-		return fmt.Errorf("architecture %q: its recurrent (Gated DeltaNet) layers are %w yet; the CPU serves it", h.Arch, ErrUnsupported)
-	}
 	arch, ok := residentArchs[h.Arch]
 	if !ok {
 		names := slices.Sorted(maps.Keys(residentArchs))
@@ -165,9 +172,16 @@ func CheckModel(m *model.Model) error {
 	if err := checkMoE(m); err != nil {
 		return err
 	}
+	if err := checkHybrid(m); err != nil {
+		return err
+	}
 	mats := []model.Matrix{m.TokenEmbd, m.Output}
 	for _, l := range m.Layers {
-		mats = append(mats, l.Q, l.K, l.V, l.O)
+		if l.DeltaNet != nil {
+			mats = append(mats, deltaNetMatrices(l)...)
+		} else {
+			mats = append(mats, l.Q, l.K, l.V, l.O)
+		}
 		if l.MoE == nil {
 			mats = append(mats, l.Gate, l.Up, l.Down)
 		}
@@ -224,7 +238,18 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 	if r.ropeScale == 0 {
 		r.ropeScale = 1
 	}
+	if h.Rope.Sections != [4]int{} {
+		r.ropeStill = make([]bool, r.ropeDims/2)
+		for i := range r.ropeStill {
+			r.ropeStill[i] = h.Rope.StillPair(i)
+		}
+	}
+	r.stale = len(h.Recurrent) > 0 // the state buffers start undefined
 	if p := opts.Part; p != nil {
+		if len(h.Recurrent) > 0 {
+			// a part's runner takes hidden states and has no token history to rewind its state by
+			return nil, fmt.Errorf("architecture %q: a recurrent (Gated DeltaNet) stack cannot be split between the CPU and the GPU: %w", h.Arch, ErrUnsupported)
+		}
 		if p.FirstLayer < 0 || p.FirstLayer >= h.Layers {
 			return nil, fmt.Errorf("resident driver: first GPU layer %d outside the model's %d layers", p.FirstLayer, h.Layers)
 		}
@@ -274,6 +299,12 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 			dst *weight
 			src model.Matrix
 		}{{&lw.q, l.Q}, {&lw.k, l.K}, {&lw.v, l.V}, {&lw.o, l.O}}
+		if l.DeltaNet != nil {
+			mats = nil // the block's weights: uploadDeltaNet
+			if lw.dn, err = r.uploadDeltaNet(i, l.DeltaNet); err != nil {
+				return nil, err
+			}
+		}
 		if l.MoE == nil {
 			mats = append(mats, []struct {
 				dst *weight
@@ -308,16 +339,20 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 				return nil, err
 			}
 		}
+		r.Bytes.Layers += r.Bytes.Weights - w0
+		r.layers = append(r.layers, lw) // appended before the caches, so that Close frees what failed
+		if lw.dn != nil {
+			continue // a recurrent layer keeps its state instead of a KV cache
+		}
+		lp := &r.layers[len(r.layers)-1]
 		kvBytes := uint64(ctxLen) * kvRowBytes
-		if lw.kCache, err = c.NewBuffer(kvBytes, false); err != nil {
+		if lp.kCache, err = c.NewBuffer(kvBytes, false); err != nil {
 			return nil, fmt.Errorf("layer %d K cache: %w", i, err)
 		}
-		if lw.vCache, err = c.NewBuffer(kvBytes, false); err != nil {
+		if lp.vCache, err = c.NewBuffer(kvBytes, false); err != nil {
 			return nil, fmt.Errorf("layer %d V cache: %w", i, err)
 		}
 		r.Bytes.KV += 2 * kvBytes
-		r.Bytes.Layers += r.Bytes.Weights - w0
-		r.layers = append(r.layers, lw)
 	}
 	if err := r.allocScratch(opts.Window); err != nil {
 		return nil, err
@@ -330,6 +365,9 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		"weights_mb", r.Bytes.Weights >> 20, "kv_mb", r.Bytes.KV >> 20, "scratch_mb", r.Bytes.Scratch >> 20}
 	if p := h.MoE; p.Experts > 0 {
 		args = append(args, "experts", p.Experts, "experts_used", p.Used)
+	}
+	if len(h.Recurrent) > 0 {
+		args = append(args, "recurrent_kb", r.Bytes.Recurrent>>10)
 	}
 	slog.Info("vulkan resident driver ready", args...)
 	return r, nil
@@ -389,7 +427,11 @@ func (r *Resident) allocScratch(window int) error {
 	rng := r.c.Info.MaxStorageBufferRange
 	// The widest activation must fit one binding for a full window.
 	ff := ffnWidth(h)
-	for r.rows > 1 && uint64(r.rows*max(ff, h.QDim(), h.Dim, h.MoE.Used*h.Dim)*4) > rng {
+	widest := max(ff, h.QDim(), h.Dim, h.MoE.Used*h.Dim)
+	if len(h.Recurrent) > 0 {
+		widest = max(widest, 2*h.QDim(), h.SSM.ConvDim())
+	}
+	for r.rows > 1 && uint64(r.rows*widest*4) > rng {
 		r.rows /= 2
 	}
 	r.logitRows = max(1, min(r.rows, int(rng/uint64(4*h.VocabSize))))
@@ -402,8 +444,11 @@ func (r *Resident) allocScratch(window int) error {
 		{&r.x, r.rows * h.Dim, false}, {&r.xn, r.rows * h.Dim, false},
 		{&r.q, r.rows * h.QDim(), false}, {&r.k, r.rows * h.KDim(), false}, {&r.v, r.rows * h.VDim(), false},
 		{&r.att, r.rows * h.QDim(), false}, {&r.gate, r.rows * ff, false}, {&r.up, r.rows * ff, false},
-		{&r.xq, r.rows * max(ff, h.QDim(), h.Dim), false},
+		{&r.xq, r.rows * max(ff, h.QDim(), h.Dim, h.SSM.ValueDim()), false},
 		{&r.ids, r.rows, true}, {&r.pos, 1, true}, {&r.ropeCS, r.rows * r.ropeDims, true},
+	}
+	for _, a := range r.deltaScratchAllocs() {
+		allocs = append(allocs, alloc{a.dst, a.n, false})
 	}
 	if r.c.usesSplitAttention(h.HeadDim) {
 		allocs = append(allocs, alloc{&r.attPart, r.c.attentionPartialFloats(r.rows, h.Heads, h.HeadsKV, h.HeadDim, r.ctxLen), false})
@@ -602,6 +647,16 @@ func (r *Resident) setPositions(pos, n int) error {
 	}
 	tab := r.ropeTab[:n*r.ropeDims]
 	RopeAngles(tab, pos, n, r.ropeDims, r.h.Rope.FreqBase, r.ropeScale, r.h.Rope.Factors)
+	if r.ropeStill != nil {
+		half := r.ropeDims / 2
+		for t := 0; t < n; t++ {
+			for i, still := range r.ropeStill {
+				if still {
+					tab[2*(t*half+i)], tab[2*(t*half+i)+1] = 1, 0
+				}
+			}
+		}
+	}
 	return r.ropeCS.WriteF32(0, tab)
 }
 
@@ -617,6 +672,16 @@ func (r *Resident) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, e
 	if err := r.checkTokens(tokens, pos); err != nil {
 		return nil, err
 	}
+	if err := r.rewindTo(pos); err != nil {
+		return nil, err
+	}
+	out, err := r.evalWindows(tokens, pos, wantAllLogits)
+	r.foldIn(tokens, pos, err != nil)
+	return out, err
+}
+
+// evalWindows runs tokens at positions pos.. in windows of at most r.rows rows.
+func (r *Resident) evalWindows(tokens []int, pos int, wantAllLogits bool) ([]float32, error) {
 	vocab := r.h.VocabSize
 	var all []float32
 	if wantAllLogits {
@@ -841,10 +906,15 @@ func (r *Resident) Greedy(token, pos int) (int, error) {
 	if err := r.checkTokens([]int{token}, pos); err != nil {
 		return 0, err
 	}
+	if err := r.rewindTo(pos); err != nil {
+		return 0, err
+	}
 	if err := r.setInputs([]int{token}, pos); err != nil {
 		return 0, err
 	}
-	if err := r.runDecode(); err != nil {
+	err := r.runDecode()
+	r.foldIn([]int{token}, pos, err != nil)
+	if err != nil {
 		return 0, err
 	}
 	b, err := r.best.ReadU32(0, 1)
@@ -855,8 +925,12 @@ func (r *Resident) Greedy(token, pos int) (int, error) {
 }
 
 // Reset forgets the cached positions. Attention reads only positions before the current
-// one, so nothing on the device needs clearing.
-func (r *Resident) Reset() {}
+// one, so no KV cache needs clearing; a recurrent state is cleared by the next evaluation.
+func (r *Resident) Reset() {
+	if len(r.h.Recurrent) > 0 {
+		r.stale, r.history = true, r.history[:0]
+	}
+}
 
 // Name identifies the runner.
 func (r *Resident) Name() string { return "vulkan:" + r.c.Info.Name }
@@ -888,6 +962,7 @@ func (r *Resident) Close() error {
 			freeW(w)
 		}
 		l.moe.free()
+		l.dn.free()
 		for _, v := range []vector{l.attnNorm, l.ffnNorm, l.qBias, l.kBias, l.vBias, l.qNorm, l.kNorm} {
 			v.buf.Free()
 		}
@@ -895,6 +970,7 @@ func (r *Resident) Close() error {
 		l.vCache.Free()
 	}
 	r.moe.free()
+	r.dn.free()
 	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout} {
 		b.Free()
 	}

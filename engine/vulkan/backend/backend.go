@@ -58,6 +58,10 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 	}
 	p.Log(ctx, slog.Default())
 	if !p.Verdict.Armed {
+		if len(m.Hyper.Recurrent) > 0 {
+			// the split runner hands hidden states across and cannot rewind a recurrent state
+			return engine.GPURunner{}, fmt.Errorf("%w: %s; architecture %q has recurrent (Gated DeltaNet) layers, which run resident or on the CPU, never split", engine.ErrGPUDeclined, p.Verdict.Text, m.Hyper.Arch)
+		}
 		if p.Split == nil || p.Split.GPULayers == 0 {
 			return engine.GPURunner{}, fmt.Errorf("%w: %s", engine.ErrGPUDeclined, p.Verdict.Text)
 		}
@@ -79,7 +83,7 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 			// too, auto mode serves on the CPU (engine.Load) and a forced --gpu fails with this
 			// sentence.
 			need := p.Weights.Bytes + p.KVBytes + p.Scratch.Total
-			if sp, ok := smallerSplit(f, dev, p, need-p.Weights.Bytes/4); ok {
+			if sp, ok := smallerSplit(f, dev, p, need-p.Weights.Bytes/4); ok && len(m.Hyper.Recurrent) == 0 {
 				slog.Warn("GPU out of memory during the upload; retrying as a partial offload with a quarter of the weights on the CPU",
 					"device", dev.Name, "planned_mb", plan.MBUp(need), "gpu_layers", sp.Split.GPULayers, "layers", sp.Split.Layers, "err", err)
 				gr, serr := newSplit(sp, dev, m, f.Path, opts.Threads)

@@ -87,7 +87,9 @@ func TestDeclinesUnderATightPin(t *testing.T) {
 // The plan and the driver walk the same tensors: the weight and KV bytes the plan counts are
 // the bytes the driver allocates, for the shared models and for random qwen2/qwen3 models
 // (biases, head norms), a llama model with rope_freqs (which stays on the host) and the tiny
-// qwen3moe and qwen2moe (router, 3-D expert tensors, the shared expert and its gate).
+// qwen3moe and qwen2moe (router, 3-D expert tensors, the shared expert and its gate); for the
+// Gated DeltaNet hybrids (KV only for the attention layers, the DeltaNet blocks' weights) the
+// recurrent state too.
 func TestPlanBytesEqualDriverAllocations(t *testing.T) {
 	vulkanOrSkip(t)
 	devs, err := vulkan.Devices()
@@ -141,6 +143,8 @@ func TestPlanBytesEqualDriverAllocations(t *testing.T) {
 		{"llama-rope_freqs", synth(roped), 64},
 		{"qwen3moe-Q4_K", tiny("qwen3moe", quant.Q4_K), 64},
 		{"qwen2moe-IQ4_XS", tiny("qwen2moe", quant.IQ4_XS), 64},
+		{"qwen35-Q8_0", tiny("qwen35", quant.Q8_0), 64},
+		{"qwen35moe-Q8_0", tiny("qwen35moe", quant.Q8_0), 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.open(t)
@@ -171,6 +175,9 @@ func TestPlanBytesEqualDriverAllocations(t *testing.T) {
 			}
 			if int64(r.Bytes.KV) != p.KVBytes {
 				t.Errorf("KV at ctx %d: driver %d bytes, plan %d", p.Ctx.Chosen, r.Bytes.KV, p.KVBytes)
+			}
+			if int64(r.Bytes.Recurrent) != p.Scratch.RecurrentState {
+				t.Errorf("recurrent state: driver %d bytes, plan %d", r.Bytes.Recurrent, p.Scratch.RecurrentState)
 			}
 			if int64(r.Bytes.Scratch) > p.Scratch.Total {
 				t.Errorf("scratch: driver %d bytes over the plan's estimate %d", r.Bytes.Scratch, p.Scratch.Total)

@@ -1,0 +1,332 @@
+package vulkan
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/vkllm/vkllm/engine/model"
+)
+
+// The Gated-DeltaNet hybrids' parts (qwen35, qwen35moe; arch_qwen35*.go compose them): the
+// DeltaNet block, resident with its recurrent state in device buffers, and the gated attention
+// of their other layers. Both compute what engine/cpu's deltaNet and gatedAttention do.
+
+// deltaNetWeights are one DeltaNet layer's weights and its recurrent state.
+type deltaNetWeights struct {
+	qkv, z, beta, alpha, out weight
+	conv, dtBias, a, norm    vector
+	convState                *Buffer // (ConvKernel-1) × ConvDim: every channel's last inputs, oldest first
+	ssmState                 *Buffer // VHeads × StateSize × StateSize, each head's state transposed
+}
+
+func (d *deltaNetWeights) free() {
+	if d == nil {
+		return
+	}
+	for _, w := range []weight{d.qkv, d.z, d.beta, d.alpha, d.out} {
+		for _, s := range w.slices {
+			s.buf.Free()
+		}
+	}
+	for _, v := range []vector{d.conv, d.dtBias, d.a, d.norm} {
+		v.buf.Free()
+	}
+	d.convState.Free()
+	d.ssmState.Free()
+}
+
+// deltaScratch is the hybrids' scratch, rows × each width.
+type deltaScratch struct {
+	mixed       *Buffer // ConvDim: the fused q/k/v projection, then the conv's SiLU output in place
+	z           *Buffer // ValueDim: the output gate
+	beta, alpha *Buffer // VHeads: the write strength and the log-decay (ssm_gates, in place)
+	out         *Buffer // ValueDim: the heads' gated, normed outputs
+	qg          *Buffer // 2·QDim: the gated attention's query projection, each head's query then its gate
+}
+
+func (d *deltaScratch) free() {
+	for _, b := range []*Buffer{d.mixed, d.z, d.beta, d.alpha, d.out, d.qg} {
+		b.Free()
+	}
+}
+
+// deltaStateSizes are the head sizes with a delta_rule_<S> kernel (Qwen3.5's 128, the tiny
+// synthetic models' 64).
+var deltaStateSizes = map[int]bool{64: true, 128: true}
+
+// maxConvKernel is the longest convolution ssm_conv keeps in registers.
+const maxConvKernel = 8
+
+// checkHybrid reports whether the resident driver runs m's Gated DeltaNet layers.
+func checkHybrid(m *model.Model) error {
+	h := m.Hyper
+	if len(h.Recurrent) == 0 {
+		return nil
+	}
+	p := h.SSM
+	if !deltaStateSizes[p.StateSize] {
+		return fmt.Errorf("Gated DeltaNet state size %d: %w (64 or 128)", p.StateSize, ErrUnsupported)
+	}
+	if p.ConvKernel < 2 || p.ConvKernel > maxConvKernel {
+		return fmt.Errorf("Gated DeltaNet convolution of %d taps: %w (2 to %d)", p.ConvKernel, ErrUnsupported, maxConvKernel)
+	}
+	if p.KHeads == 0 || p.VHeads%p.KHeads != 0 {
+		return fmt.Errorf("Gated DeltaNet with %d value heads over %d key heads: %w", p.VHeads, p.KHeads, ErrUnsupported)
+	}
+	for i, l := range m.Layers {
+		if h.IsRecurrent(i) != (l.DeltaNet != nil) {
+			return fmt.Errorf("layer %d: recurrent %v but DeltaNet weights %v: %w", i, h.IsRecurrent(i), l.DeltaNet != nil, ErrUnsupported)
+		}
+		if d := l.DeltaNet; d != nil && len(d.Conv) != p.ConvKernel*p.ConvDim() {
+			return fmt.Errorf("layer %d: %d convolution taps, want %d: %w", i, len(d.Conv), p.ConvKernel*p.ConvDim(), ErrUnsupported)
+		}
+	}
+	return nil
+}
+
+// deltaNetMatrices lists a DeltaNet layer's matrices, for CheckModel's type check.
+func deltaNetMatrices(l model.Layer) []model.Matrix {
+	d := l.DeltaNet
+	if d == nil {
+		return nil
+	}
+	return []model.Matrix{d.QKV, d.Z, d.Beta, d.Alpha, d.Out}
+}
+
+// uploadDeltaNet uploads layer i's DeltaNet weights (the convolution's taps as f32, as the file
+// holds them) and allocates its state, counted in Bytes.Recurrent and Bytes.Scratch as the
+// plan counts it (Scratch.RecurrentState).
+func (r *Resident) uploadDeltaNet(i int, d *model.DeltaNet) (*deltaNetWeights, error) {
+	p := r.h.SSM
+	dw := &deltaNetWeights{}
+	ok := false
+	defer func() {
+		if !ok {
+			dw.free()
+		}
+	}()
+	var err error
+	for _, m := range []struct {
+		dst *weight
+		src model.Matrix
+	}{{&dw.qkv, d.QKV}, {&dw.z, d.Z}, {&dw.beta, d.Beta}, {&dw.alpha, d.Alpha}, {&dw.out, d.Out}} {
+		if *m.dst, err = r.uploadMatrix(m.src); err != nil {
+			return nil, err
+		}
+	}
+	conv := model.Vector{Name: fmt.Sprintf("blk.%d.ssm_conv1d.weight", i), Values: d.Conv}
+	for _, v := range []struct {
+		dst *vector
+		src model.Vector
+	}{{&dw.conv, conv}, {&dw.dtBias, d.DtBias}, {&dw.a, d.A}, {&dw.norm, d.Norm}} {
+		if *v.dst, err = r.uploadVector(v.src); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range []struct {
+		dst **Buffer
+		n   int
+	}{{&dw.convState, (p.ConvKernel - 1) * p.ConvDim()}, {&dw.ssmState, p.VHeads * p.StateSize * p.StateSize}} {
+		if *s.dst, err = r.c.NewBuffer(uint64(4*s.n), false); err != nil {
+			return nil, fmt.Errorf("layer %d recurrent state: %w", i, err)
+		}
+		r.Bytes.Recurrent += (*s.dst).Size
+		r.Bytes.Scratch += (*s.dst).Size
+	}
+	ok = true
+	return dw, nil
+}
+
+// deltaScratchAllocs are the hybrids' scratch buffers for r.rows rows (none for other models).
+func (r *Resident) deltaScratchAllocs() []struct {
+	dst **Buffer
+	n   int
+} {
+	h := r.h
+	if len(h.Recurrent) == 0 {
+		return nil
+	}
+	p, n := h.SSM, r.rows
+	return []struct {
+		dst **Buffer
+		n   int
+	}{{&r.dn.mixed, n * p.ConvDim()}, {&r.dn.z, n * p.ValueDim()}, {&r.dn.beta, n * p.VHeads}, {&r.dn.alpha, n * p.VHeads},
+		{&r.dn.out, n * p.ValueDim()}, {&r.dn.qg, n * 2 * h.QDim()}}
+}
+
+// deltaNet records x += Out · (rmsnorm(o) · w · silu(z)), o the delta rule's output over m rows
+// of the layer's DeltaNet block (see delta_rule.glsl), its state carried in the layer's buffers
+// from the previous pass:
+//
+//	qkv, z, β, α = projections of RMSNorm(x)
+//	q, k, v      = silu(conv(qkv))        ssm_conv, updating the conv state
+//	β, g         = sigmoid(β), softplus(α + dt_bias) · A   ssm_gates
+//	o            = the delta rule of every value head, with the gated norm   delta_rule_<S>
+func (r *Resident) deltaNet(s *Seq, l *layerWeights, m int) {
+	h, p, d, ds := r.h, r.h.SSM, l.dn, &r.dn
+	cd, vd, vh := p.ConvDim(), p.ValueDim(), p.VHeads
+	stamp := r.stamper(s)
+	r.normProject(s, l.attnNorm, h.Dim, m, stamp, projection{d.qkv, ds.mixed, cd, false}, projection{d.z, ds.z, vd, false},
+		projection{d.beta, ds.beta, vh, false}, projection{d.alpha, ds.alpha, vh, false})
+	s.Barrier()
+	stamp("qkv")
+	s.SSMConv(ds.mixed.All(), d.conv.buf.All(), d.convState.All(), cd, m, p.ConvKernel)
+	s.SSMGates(ds.beta.All(), ds.alpha.All(), d.dtBias.buf.All(), d.a.buf.All(), vh, m)
+	s.Barrier()
+	stamp("ssm_conv")
+	scale := 1 / float32(math.Sqrt(float64(p.StateSize)))
+	s.DeltaRule(ds.mixed.All(), ds.z.All(), ds.beta.All(), ds.alpha.All(), d.norm.buf.All(), d.ssmState.All(), ds.out.All(),
+		p.StateSize, p.KHeads, vh, m, cd, h.NormEps, scale)
+	s.Barrier()
+	stamp("delta_rule")
+	r.project(s, ds.out.All(), vd, m, projection{d.out, r.x, h.Dim, true})
+	s.Barrier()
+	stamp("attn_out")
+}
+
+// gatedAttention records the hybrids' attention: Q's projection yields each head's query and an
+// output gate; queries and keys are RMS-normed per head and rotated (NEOX over Rope.Dims, the
+// M-RoPE sections' still pairs at angle 0: setPositions); the attention's output is multiplied
+// by sigmoid(gate) before the output projection.
+func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
+	h := r.h
+	qd := h.QDim()
+	stamp := r.stamper(s)
+	r.normProject(s, l.attnNorm, h.Dim, m, stamp,
+		projection{l.q, r.dn.qg, 2 * qd, false}, projection{l.k, r.k, h.KDim(), false}, projection{l.v, r.v, h.VDim(), false})
+	s.Barrier()
+	s.AttnQSplit(r.dn.qg.All(), r.q.All(), h.HeadDim, m*qd)
+	s.Barrier()
+	headNorms(r, s, l, m)
+	s.Barrier()
+	stamp("qkv")
+	r.attend(s, l, m)
+	s.AttnGate(r.dn.qg.All(), r.att.All(), h.HeadDim, m*qd)
+	s.Barrier()
+	r.attnOut(s, l, m)
+}
+
+// hybridVectors are the gated attention layers' per-head norm weights (a DeltaNet layer
+// uploads its vectors with its block).
+func hybridVectors(h model.Hyperparameters, l *model.Layer, lw *layerWeights) []layerVector {
+	if l.DeltaNet != nil {
+		return nil
+	}
+	return headNormVectors(h, l, lw)
+}
+
+// Prefix reuse. A KV cache rewinds by being overwritten; the recurrent state folds in every
+// token and cannot. The driver remembers the tokens its state has folded in (history); an
+// evaluation that starts at their end just continues, and one that starts earlier clears the
+// state and evaluates the remembered tokens before its position again from position 0, then its
+// own. (No device snapshots, unlike engine/cpu's recurrent.go: going back costs a prefill of the
+// kept prefix, and the plan's recurrent bytes stay one state per layer.)
+
+// rewindTo makes the recurrent state that of the remembered tokens before pos.
+func (r *Resident) rewindTo(pos int) error {
+	if len(r.h.Recurrent) == 0 || (!r.stale && pos == len(r.history)) {
+		return nil
+	}
+	if pos > len(r.history) {
+		return fmt.Errorf("vulkan eval: position %d is past the %d tokens the recurrent state holds", pos, len(r.history))
+	}
+	keep := append([]int(nil), r.history[:pos]...)
+	r.history = r.history[:0]
+	r.stale = true
+	for i, l := range r.layers {
+		if l.dn == nil {
+			continue
+		}
+		for _, b := range []*Buffer{l.dn.convState, l.dn.ssmState} {
+			if err := b.Write(0, make([]byte, b.Size)); err != nil {
+				return fmt.Errorf("clear layer %d recurrent state: %w", r.first+i, err)
+			}
+		}
+	}
+	r.stale = false
+	if pos == 0 {
+		return nil
+	}
+	if _, err := r.evalWindows(keep, 0, false); err != nil {
+		r.stale = true
+		return fmt.Errorf("re-evaluate the %d tokens before position %d: %w", pos, pos, err)
+	}
+	r.history = keep
+	return nil
+}
+
+// foldIn records that tokens at pos.. are now in the recurrent state; failed marks the state
+// unknown (the next evaluation starts over).
+func (r *Resident) foldIn(tokens []int, pos int, failed bool) {
+	if len(r.h.Recurrent) == 0 {
+		return
+	}
+	if failed {
+		r.stale, r.history = true, r.history[:0]
+		return
+	}
+	r.history = append(r.history[:pos], tokens...)
+}
+
+// SSMConv records the causal convolution and SiLU of m rows of c channels in x, in place, with
+// k taps per channel in w and the conv state st (see ssm_conv.comp).
+func (s *Seq) SSMConv(x, w, st Binding, c, m, k int) {
+	if k < 2 || k > maxConvKernel {
+		s.fail(fmt.Errorf("ssm conv: %d taps (2 to %d)", k, maxConvKernel))
+		return
+	}
+	kern := s.kernel("ssm_conv", 3, 12)
+	if kern == nil {
+		return
+	}
+	gx, gy := grid1D((c + 63) / 64)
+	s.Dispatch(kern, Push(uint32(c), uint32(m), uint32(k)), gx, gy, 1, x, w, st)
+}
+
+// SSMGates records beta = sigmoid(beta) and alpha = softplus(alpha + dtBias)·a over m rows of
+// vh value heads, in place.
+func (s *Seq) SSMGates(beta, alpha, dtBias, a Binding, vh, m int) {
+	kern := s.kernel("ssm_gates", 4, 8)
+	if kern == nil {
+		return
+	}
+	n := vh * m
+	gx, gy := grid1D((n + 63) / 64)
+	s.Dispatch(kern, Push(uint32(n), uint32(vh)), gx, gy, 1, beta, alpha, dtBias, a)
+}
+
+// DeltaRule records the delta rule of m rows over vh value heads of stateSize (each reading
+// query and key head h mod kh of x, rows of c), their states in st, and the gated norm of the
+// outputs into o (see delta_rule.glsl).
+func (s *Seq) DeltaRule(x, z, beta, g, norm, st, o Binding, stateSize, kh, vh, m, c int, eps, scale float32) {
+	if !deltaStateSizes[stateSize] {
+		s.fail(fmt.Errorf("delta rule: state size %d has no kernel (64 or 128)", stateSize))
+		return
+	}
+	kern := s.kernel(fmt.Sprintf("delta_rule_%d", stateSize), 7, 24)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(m), uint32(c), uint32(kh), uint32(vh), eps, scale), uint32(vh), 1, 1, x, z, beta, g, norm, st, o)
+}
+
+// AttnQSplit records the copy of n query values out of the gated query projection qg (each
+// head's query then its gate) into q.
+func (s *Seq) AttnQSplit(qg, q Binding, headDim, n int) {
+	kern := s.kernel("attn_qsplit", 2, 8)
+	if kern == nil {
+		return
+	}
+	gx, gy := grid1D((n + 63) / 64)
+	s.Dispatch(kern, Push(uint32(n), uint32(headDim)), gx, gy, 1, qg, q)
+}
+
+// AttnGate records att *= sigmoid(gate) over n values, the gates those of qg.
+func (s *Seq) AttnGate(qg, att Binding, headDim, n int) {
+	kern := s.kernel("attn_gate", 2, 8)
+	if kern == nil {
+		return
+	}
+	gx, gy := grid1D((n + 63) / 64)
+	s.Dispatch(kern, Push(uint32(n), uint32(headDim)), gx, gy, 1, qg, att)
+}
