@@ -67,8 +67,7 @@ func deltaRuleRef(x, z, beta, g, w, st []float32, s, kh, vh, m int, eps float64,
 // delta_rule_64 and delta_rule_128 against the float64 reference over three tokens from a
 // random state, value heads twice the key heads: every output and state value within 1e-4 ·
 // max(1, |ref|) (f32 sums of S products of unit-scale values, measured 1.5e-6 on lavapipe; a
-// wrong head mapping, decay or
-// norm is off by far more). Negative control: the reference with value head h reading key head
+// wrong head mapping, decay or norm is off by far more). Negative control: the reference with value head h reading key head
 // h / (vh/kh) (grouped, not interleaved) differs from the kernel by more than that.
 func TestDeltaRuleMatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
