@@ -101,12 +101,18 @@ type Scratch struct {
 	Activations  int64 `json:"activations_bytes"`
 	Logits       int64 `json:"logits_bytes"`
 	AttnPartials int64 `json:"attn_partials_bytes"`
-	// RecurrentState is a hybrid's recurrent layers' state (Model.RecurrentLayerBytes each):
-	// allocated once, whatever the context, so it is planned with the scratch.
+	// RecurrentState is a hybrid's recurrent layers' state and its snapshots
+	// (RecurrentStateCopies × Model.RecurrentLayerBytes each): allocated once, whatever the
+	// context, so it is planned with the scratch.
 	RecurrentState int64 `json:"recurrent_state_bytes,omitempty"`
 	Slack          int64 `json:"slack_bytes"`
 	Total          int64 `json:"bytes"`
 }
+
+// RecurrentStateCopies is how many copies of a recurrent layer's state the GPU holds: the live
+// one, and the snapshot slots it rewinds from (before and after the last token of the latest
+// prompt).
+const RecurrentStateCopies = 3
 
 // ScratchFor is the scratch formula, all buffers f32 (4 bytes), R = ScratchWindow rows:
 //
@@ -118,7 +124,8 @@ type Scratch struct {
 //	                a hybrid adds R × 4 × heads·head_dim_k (the attention's output gate) and, with
 //	                recurrent layers, R × 4 × (conv_dim + 3·heads_v·state + 4·heads_v) (the conv's
 //	                input and output, the delta rule's output and gate z, per-head decay and beta)
-//	recurrent     = recurrent layers × RecurrentLayerBytes
+//	recurrent     = RecurrentStateCopies × recurrent layers × RecurrentLayerBytes
+//	                (the live state and the resident driver's two snapshot slots)
 //	logits        = R × 4 × vocab   (every row of a window, for callers that want all logits)
 //	attn partials = R × 4 × heads × (head_dim_v + 2) × ScratchSplits   (running max, sum, output per split)
 //	slack         = ScratchSlack (64 MiB)
@@ -145,7 +152,7 @@ func ScratchFor(m Model) Scratch {
 	}
 	logits := r * f32 * int64(m.Vocab)
 	partials := r * f32 * int64(m.Heads) * (int64(m.HeadDimV) + 2) * ScratchSplits
-	recurrent := int64(m.RecurrentLayers) * m.RecurrentLayerBytes()
+	recurrent := RecurrentStateCopies * int64(m.RecurrentLayers) * m.RecurrentLayerBytes()
 	s := Scratch{Window: ScratchWindow, Activations: act, Logits: logits, AttnPartials: partials, RecurrentState: recurrent, Slack: ScratchSlack}
 	s.Total = act + logits + partials + recurrent + s.Slack
 	return s

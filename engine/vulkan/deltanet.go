@@ -3,6 +3,7 @@ package vulkan
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/vkllm/vkllm/engine/model"
 )
@@ -11,13 +12,20 @@ import (
 // DeltaNet block, resident with its recurrent state in device buffers, and the gated attention
 // of their other layers. Both compute what engine/cpu's deltaNet and gatedAttention do.
 
-// deltaNetWeights are one DeltaNet layer's weights and its recurrent state.
+// deltaNetWeights are one DeltaNet layer's weights, its recurrent state and the snapshot slots'
+// copies of it (see rewindTo).
 type deltaNetWeights struct {
 	qkv, z, beta, alpha, out weight
 	conv, dtBias, a, norm    vector
-	convState                *Buffer // (ConvKernel-1) × ConvDim: every channel's last inputs, oldest first
-	ssmState                 *Buffer // VHeads × StateSize × StateSize, each head's state transposed
+	convState                *Buffer                   // (ConvKernel-1) × ConvDim: every channel's last inputs, oldest first
+	ssmState                 *Buffer                   // VHeads × StateSize × StateSize, each head's state transposed
+	snaps                    [snapshotSlots]layerState // the snapshot slots' copies of convState and ssmState
 }
+
+// layerState is one DeltaNet layer's recurrent state: its conv and delta-rule buffers.
+type layerState struct{ conv, ssm *Buffer }
+
+func (d *deltaNetWeights) live() layerState { return layerState{d.convState, d.ssmState} }
 
 func (d *deltaNetWeights) free() {
 	if d == nil {
@@ -33,6 +41,10 @@ func (d *deltaNetWeights) free() {
 	}
 	d.convState.Free()
 	d.ssmState.Free()
+	for _, s := range d.snaps {
+		s.conv.Free()
+		s.ssm.Free()
+	}
 }
 
 // deltaScratch is the hybrids' scratch, rows × each width.
@@ -94,8 +106,8 @@ func deltaNetMatrices(l model.Layer) []model.Matrix {
 }
 
 // uploadDeltaNet uploads layer i's DeltaNet weights (the convolution's taps as f32, as the file
-// holds them) and allocates its state, counted in Bytes.Recurrent and Bytes.Scratch as the
-// plan counts it (Scratch.RecurrentState).
+// holds them) and allocates its state and the snapshot slots' copies of it, counted in
+// Bytes.Recurrent and Bytes.Scratch as the plan counts them (Scratch.RecurrentState).
 func (r *Resident) uploadDeltaNet(i int, d *model.DeltaNet) (*deltaNetWeights, error) {
 	p := r.h.SSM
 	dw := &deltaNetWeights{}
@@ -123,10 +135,16 @@ func (r *Resident) uploadDeltaNet(i int, d *model.DeltaNet) (*deltaNetWeights, e
 			return nil, err
 		}
 	}
-	for _, s := range []struct {
+	convN, ssmN := (p.ConvKernel-1)*p.ConvDim(), p.VHeads*p.StateSize*p.StateSize
+	type state struct {
 		dst **Buffer
 		n   int
-	}{{&dw.convState, (p.ConvKernel - 1) * p.ConvDim()}, {&dw.ssmState, p.VHeads * p.StateSize * p.StateSize}} {
+	}
+	states := []state{{&dw.convState, convN}, {&dw.ssmState, ssmN}}
+	for k := range dw.snaps {
+		states = append(states, state{&dw.snaps[k].conv, convN}, state{&dw.snaps[k].ssm, ssmN})
+	}
+	for _, s := range states {
 		if *s.dst, err = r.c.NewBuffer(uint64(4*s.n), false); err != nil {
 			return nil, fmt.Errorf("layer %d recurrent state: %w", i, err)
 		}
@@ -216,11 +234,29 @@ func hybridVectors(h model.Hyperparameters, l *model.Layer, lw *layerWeights) []
 }
 
 // Prefix reuse. A KV cache rewinds by being overwritten; the recurrent state folds in every
-// token and cannot. The driver remembers the tokens its state has folded in (history); an
-// evaluation that starts at their end just continues, and one that starts earlier clears the
-// state and evaluates the remembered tokens before its position again from position 0, then its
-// own. (No device snapshots, unlike engine/cpu's recurrent.go: going back costs a prefill of the
-// kept prefix, and the plan's recurrent bytes stay one state per layer.)
+// token and cannot. The driver remembers the tokens its state has folded in (history) and keeps
+// two device copies of the state (snapshot slots, as engine/cpu's recurrent.go but fixed in
+// number, so the plan counts three states per layer): a multi-token evaluation leaves in
+// slotBefore the state before its last token (a regenerate sends the same prompt again and the
+// engine re-evaluates that token) and in slotAfter the state after it (where the next chat turn
+// continues, its reply re-tokenized or not). An evaluation that starts at the history's end just
+// continues; one that starts earlier restores the newest slot at or before its position whose
+// tokens are still the history's, evaluates the remembered tokens from there to its position
+// again, then its own; with no such slot it clears the state and starts from position 0.
+
+// The snapshot slots.
+const (
+	slotBefore = iota // the state before the last token of the latest multi-token evaluation
+	slotAfter         // the state after it
+	snapshotSlots
+)
+
+// stateSnapshot is what a snapshot slot's buffers hold: the state after tokens (valid false:
+// nothing usable).
+type stateSnapshot struct {
+	tokens []int
+	valid  bool
+}
 
 // rewindTo makes the recurrent state that of the remembered tokens before pos.
 func (r *Resident) rewindTo(pos int) error {
@@ -230,28 +266,107 @@ func (r *Resident) rewindTo(pos int) error {
 	if pos > len(r.history) {
 		return fmt.Errorf("vulkan eval: position %d is past the %d tokens the recurrent state holds", pos, len(r.history))
 	}
+	from := -1
+	for k, s := range r.snaps {
+		n := len(s.tokens)
+		if s.valid && n <= pos && (from < 0 || n > len(r.snaps[from].tokens)) && slices.Equal(s.tokens, r.history[:n]) {
+			from = k
+		}
+	}
 	keep := append([]int(nil), r.history[:pos]...)
 	r.history = r.history[:0]
 	r.stale = true
-	for i, l := range r.layers {
-		if l.dn == nil {
-			continue
+	start := 0
+	if from >= 0 {
+		slot := from
+		if err := r.copyState(func(d *deltaNetWeights) layerState { return d.snaps[slot] }, (*deltaNetWeights).live); err != nil {
+			return fmt.Errorf("restore the recurrent state after %d tokens: %w", len(r.snaps[slot].tokens), err)
 		}
-		for _, b := range []*Buffer{l.dn.convState, l.dn.ssmState} {
-			if err := b.Write(0, make([]byte, b.Size)); err != nil {
-				return fmt.Errorf("clear layer %d recurrent state: %w", r.first+i, err)
+		start = len(r.snaps[slot].tokens)
+	} else {
+		for i, l := range r.layers {
+			if l.dn == nil {
+				continue
+			}
+			for _, b := range []*Buffer{l.dn.convState, l.dn.ssmState} {
+				if err := b.Write(0, make([]byte, b.Size)); err != nil {
+					return fmt.Errorf("clear layer %d recurrent state: %w", r.first+i, err)
+				}
 			}
 		}
 	}
 	r.stale = false
-	if pos == 0 {
+	r.replayed = pos - start
+	if start == pos {
+		r.history = keep
 		return nil
 	}
-	if _, err := r.evalWindows(keep, 0, false); err != nil {
+	if _, err := r.evalWindows(keep[start:], start, false); err != nil {
 		r.stale = true
-		return fmt.Errorf("re-evaluate the %d tokens before position %d: %w", pos, pos, err)
+		return fmt.Errorf("re-evaluate the %d tokens at positions %d..%d: %w", pos-start, start, pos-1, err)
 	}
 	r.history = keep
+	return nil
+}
+
+// evalPrompt evaluates a recurrent model's tokens (more than one) at positions pos.. as
+// evalWindows does, in two parts: all but the last token, then the last one, snapshotting the
+// state after each (slotBefore, slotAfter). The history before pos is the state's (rewindTo).
+func (r *Resident) evalPrompt(tokens []int, pos int, wantAllLogits bool) ([]float32, error) {
+	n := len(tokens)
+	head, err := r.evalWindows(tokens[:n-1], pos, wantAllLogits)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.snapshot(slotBefore, pos, tokens[:n-1]); err != nil {
+		return nil, err
+	}
+	last, err := r.evalWindows(tokens[n-1:], pos+n-1, wantAllLogits)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.snapshot(slotAfter, pos, tokens); err != nil {
+		return nil, err
+	}
+	if wantAllLogits {
+		return append(head, last...), nil
+	}
+	return last, nil
+}
+
+// snapshot copies the live state, that of history[:pos] and then tokens, into a slot.
+func (r *Resident) snapshot(slot, pos int, tokens []int) error {
+	s := &r.snaps[slot]
+	s.valid = false
+	if err := r.copyState((*deltaNetWeights).live, func(d *deltaNetWeights) layerState { return d.snaps[slot] }); err != nil {
+		return fmt.Errorf("snapshot the recurrent state after %d tokens: %w", pos+len(tokens), err)
+	}
+	s.tokens = append(append(s.tokens[:0], r.history[:pos]...), tokens...)
+	s.valid = true
+	return nil
+}
+
+// copyState copies every DeltaNet layer's conv and delta state from src's buffers into dst's,
+// device to device, in one command.
+func (r *Resident) copyState(src, dst func(d *deltaNetWeights) layerState) error {
+	s, err := r.c.NewSeq()
+	if err != nil {
+		return err
+	}
+	defer s.Free()
+	s.Barrier()
+	for _, l := range r.layers {
+		if l.dn == nil {
+			continue
+		}
+		from, to := src(l.dn), dst(l.dn)
+		s.Copy(from.conv, 0, to.conv, 0, from.conv.Size)
+		s.Copy(from.ssm, 0, to.ssm, 0, from.ssm.Size)
+	}
+	s.Barrier()
+	if err := s.Run(); err != nil {
+		return fmt.Errorf("copy the recurrent state: %w", err)
+	}
 	return nil
 }
 

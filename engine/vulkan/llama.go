@@ -90,8 +90,10 @@ type Resident struct {
 
 	// the tokens the recurrent layers' state has folded in, and whether that state is unknown
 	// (never cleared, or a pass failed); see rewindTo
-	history []int
-	stale   bool
+	history  []int
+	stale    bool
+	snaps    [snapshotSlots]stateSnapshot // what the DeltaNet layers' snapshot slots hold
+	replayed int                          // tokens the latest rewind evaluated again
 
 	decode *Seq // the pre-recorded single-token pass
 	closed bool
@@ -675,7 +677,13 @@ func (r *Resident) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, e
 	if err := r.rewindTo(pos); err != nil {
 		return nil, err
 	}
-	out, err := r.evalWindows(tokens, pos, wantAllLogits)
+	var out []float32
+	var err error
+	if len(r.h.Recurrent) > 0 && len(tokens) > 1 {
+		out, err = r.evalPrompt(tokens, pos, wantAllLogits)
+	} else {
+		out, err = r.evalWindows(tokens, pos, wantAllLogits)
+	}
 	r.foldIn(tokens, pos, err != nil)
 	return out, err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,8 +37,9 @@ var hybridBounds = []struct {
 // The resident hybrids agree with the CPU reference on both tiers: every logit of a prompt's
 // prefill within the type's bound (hybridBounds), then greedy decode steps (each step's logits
 // within it too, the same token up to the first near-tie of the CPU's logits or, with experts, of its routing).
-// The short prompt fits one prefill window; the long one spans three windows of 4 rows (the
-// state carried across them) and a one-row decode pass at the end of the prompt.
+// A prompt's last token runs alone (the state is snapshotted before it): the short prompt is one
+// prefill window of 2 rows and a one-row decode pass, the long one three windows of 4 rows (the
+// state carried across them) and the one-row pass.
 func TestResidentQwen35HybridsAgreeWithCPU(t *testing.T) {
 	c := ctxOrSkip(t)
 	prompts := []struct {
@@ -148,19 +150,42 @@ func topGap(v []float32) float32 {
 	return a - b
 }
 
-// Prefix reuse with a recurrent state: after A and then B (a continuation at len(A)), an
-// evaluation of C at a position p inside A rewinds (the state cleared, A[:p] evaluated again)
-// and gives what a fresh runner gives for A[:p]+C, within 1e-4 (the two runs cut their windows
-// differently, and the fast tier's products round a window of one row differently; measured
-// 0 on both tiers on lavapipe). The device argmax after a rewind (Greedy) is that run's argmax
-// too. Negative control: carrying the state of A+B into C at p instead moves the logits by far
-// more.
+// Prefix reuse with a recurrent state. A multi-token evaluation leaves two snapshots of the
+// state on the device (before its last token and after it); an evaluation of C at a position p
+// before the state's end restores the newest snapshot at or before p whose tokens are still the
+// remembered ones, evaluates the remembered tokens from there to p again (from 0 with none), then
+// C. Each case evaluates its steps, then C at p, and must give what a fresh runner gives for the
+// tokens before p followed by C, within 1e-4 (the two runs cut their windows differently, and the
+// fast tier's products round a window of one row differently; measured 0 on both tiers on
+// lavapipe), having evaluated again exactly the tokens between the snapshot and p. Negative
+// control in every case: carrying the state of every step into C at p instead (no rewind) moves
+// the logits by far more than the bound. The device argmax after a rewind (Greedy) is the cold
+// run's argmax too.
 func TestResidentQwen35RewindEqualsColdRun(t *testing.T) {
 	c := ctxOrSkip(t)
-	a := []int{1, 262, 300, 275, 307, 260, 310}
+	a := []int{1, 262, 300, 275, 307, 260, 310} // its evaluation leaves snapshots at 6 and 7
 	b := []int{99, 12, 44}
 	cc := []int{27, 100, 5, 88}
-	const p = 3
+	const x, y = 51, 77 // x differs from a[6]
+	type eval struct {
+		tokens []int
+		pos    int
+	}
+	cat := func(parts ...[]int) []int { return slices.Concat(parts...) }
+	cases := []struct {
+		name     string
+		steps    []eval
+		pos      int
+		before   []int // the tokens before pos, C's prefix in the cold run
+		replayed int   // tokens the rewind evaluates again
+	}{
+		// A+B leaves snapshots at 9 and 10
+		{"before every snapshot: from position 0", []eval{{a, 0}, {b, 7}}, 3, a[:3], 3},
+		{"at the snapshot before the last token: a regenerate", []eval{{a, 0}}, 6, a[:6], 0},
+		{"after the snapshot after the last token: decode steps since", []eval{{a, 0}, {b[:1], 7}, {b[1:2], 8}, {b[2:], 9}}, 9, cat(a, b[:2]), 2},
+		// x at 6 restores the snapshot at 6 and makes the one at 7 (after a[6]) another history's
+		{"a snapshot whose tokens changed is passed over", []eval{{a, 0}, {[]int{x}, 6}, {[]int{y}, 7}}, 7, cat(a[:6], []int{x}), 1},
+	}
 	dir := t.TempDir()
 	for _, arch := range []string{"qwen35", "qwen35moe"} {
 		m := loadTinyMoE(t, dir, arch, quant.Q8_0, 5)
@@ -168,45 +193,61 @@ func TestResidentQwen35RewindEqualsColdRun(t *testing.T) {
 			t.Run(arch+"/"+tier.name, func(t *testing.T) {
 				withTier(t, c, tier.exact)
 				vocab := m.Hyper.VocabSize
-				run := func(evals ...func(r *Resident) ([]float32, error)) []float32 {
+				run := func(steps []eval, last func(r *Resident) ([]float32, error)) []float32 {
 					t.Helper()
 					r, err := NewResident(c, m, ResidentOptions{Context: 64, Window: 4})
 					if err != nil {
 						t.Fatal(err)
 					}
 					defer r.Close()
-					var out []float32
-					for _, e := range evals {
-						if out, err = e(r); err != nil {
-							t.Fatal(err)
+					for _, e := range steps {
+						if _, err := r.Eval(e.tokens, e.pos, false); err != nil {
+							t.Fatalf("eval %v at %d: %v", e.tokens, e.pos, err)
 						}
+					}
+					out, err := last(r)
+					if err != nil {
+						t.Fatal(err)
 					}
 					return out
 				}
-				eval := func(tokens []int, pos int) func(r *Resident) ([]float32, error) {
-					return func(r *Resident) ([]float32, error) { return r.Eval(tokens, pos, false) }
+				diff := func(got, want []float32) float64 {
+					d := 0.0
+					for i := 0; i < vocab; i++ {
+						d = math.Max(d, math.Abs(float64(got[i]-want[i])))
+					}
+					return d
 				}
-				cold := run(eval(append(append([]int(nil), a[:p]...), cc...), 0))
-				rewound := run(eval(a, 0), eval(b, len(a)), eval(cc, p))
-				carried := run(eval(a, 0), eval(b, len(a)), func(r *Resident) ([]float32, error) {
-					r.history = r.history[:p] // as if the state held only A[:p]: no rewind
-					return r.Eval(cc, p, false)
-				})
-				worst, moved := 0.0, 0.0
-				for i := 0; i < vocab; i++ {
-					worst = math.Max(worst, math.Abs(float64(rewound[i]-cold[i])))
-					moved = math.Max(moved, math.Abs(float64(carried[i]-cold[i])))
+				for _, tc := range cases {
+					cold := run(nil, func(r *Resident) ([]float32, error) { return r.Eval(cat(tc.before, cc), 0, false) })
+					replayed := -1
+					rewound := run(tc.steps, func(r *Resident) ([]float32, error) {
+						r.replayed = -1
+						out, err := r.Eval(cc, tc.pos, false)
+						replayed = r.replayed
+						return out, err
+					})
+					carried := run(tc.steps, func(r *Resident) ([]float32, error) {
+						r.history = r.history[:tc.pos] // as if the state held only the tokens before pos: no rewind
+						return r.Eval(cc, tc.pos, false)
+					})
+					worst, moved := diff(rewound, cold), diff(carried, cold)
+					t.Logf("%s: %d tokens evaluated again; rewound vs cold: largest difference %.2g; carried state vs cold %.2g", tc.name, replayed, worst, moved)
+					if worst > 1e-4 {
+						t.Errorf("%s: evaluating at position %d: logits differ from a cold run by %.3g (tolerance 1e-4)", tc.name, tc.pos, worst)
+					}
+					if replayed != tc.replayed {
+						t.Errorf("%s: the rewind to position %d evaluated %d tokens again, want %d", tc.name, tc.pos, replayed, tc.replayed)
+					}
+					if moved < 1e-2 {
+						t.Errorf("%s: negative control: the carried state moves the logits by only %.3g, so the test cannot tell a rewind from none", tc.name, moved)
+					}
 				}
-				t.Logf("rewound vs cold: largest difference %.2g; carried state vs cold %.2g", worst, moved)
-				if worst > 1e-4 {
-					t.Errorf("evaluating at position %d after %d tokens: logits differ from a cold run by %.3g (tolerance 1e-4)", p, len(a)+len(b), worst)
-				}
-				if moved < 0.1 {
-					t.Errorf("negative control: the carried state moves the logits by only %.3g, so the test cannot tell a rewind from none", moved)
-				}
-				// Greedy at an earlier position rewinds too: its argmax is the cold run's
+				// Greedy after a rewind: its argmax is the cold run's
+				const p = 3
+				cold := run(nil, func(r *Resident) ([]float32, error) { return r.Eval(cat(a[:p], cc), 0, false) })
 				best := 0
-				run(eval(a, 0), eval(b, len(a)), eval(cc[:len(cc)-1], p), func(r *Resident) ([]float32, error) {
+				run([]eval{{a, 0}, {b, len(a)}, {cc[:len(cc)-1], p}}, func(r *Resident) ([]float32, error) {
 					var err error
 					best, err = r.Greedy(cc[len(cc)-1], p+len(cc)-1)
 					return nil, err
