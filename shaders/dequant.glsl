@@ -1,6 +1,6 @@
 // dequant.glsl: reads GGUF/GGML quantized blocks from a uint-word storage buffer `w` and
 // expands one 32-element unit of a block into floats. The including shader defines exactly
-// one of T_F32 T_F16 T_Q4_0 T_Q4_1 T_Q5_0 T_Q5_1 T_Q8_0 T_Q3_K T_Q4_K T_Q5_K T_Q6_K, the i-quants
+// one of T_F32 T_F16 T_Q4_0 T_Q4_1 T_Q5_0 T_Q5_1 T_Q8_0 T_Q2_K T_Q3_K T_Q4_K T_Q5_K T_Q6_K, the i-quants
 // T_IQ4_NL T_IQ4_XS T_IQ2_XXS T_IQ2_XS T_IQ2_S T_IQ3_XXS T_IQ3_S T_IQ1_S T_IQ1_M, or T_MXFP4,
 // and declares `w` (uint words). Offsets are in bytes; every block of these types starts
 // 2-byte aligned except MXFP4's 17-byte blocks, which dq32 reads byte by byte.
@@ -30,6 +30,8 @@ const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 22u;
 const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 24u;
 #elif defined(T_Q8_0)
 const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 34u;
+#elif defined(T_Q2_K)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 84u;
 #elif defined(T_Q3_K)
 const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 110u;
 #elif defined(T_Q4_K)
@@ -152,6 +154,21 @@ void dq32(uint base, uint u, out float v[32]) {
     [[unroll]] for (uint i = 0u; i < 8u; i++) {
         uint q4 = load4(base + 2u + 4u * i);
         [[unroll]] for (uint b = 0u; b < 4u; b++) v[4u * i + b] = float(int(q4 << (24u - 8u * b)) >> 24) * d;
+    }
+#elif defined(T_Q2_K)
+    // Q2_K's superblock: 16 scale bytes (low nibble the scale, high nibble the min of the 16
+    // elements 16j..16j+15), 64 bytes of 2-bit quants (element e's in byte 16 + 32·(e/128) +
+    // e%32, bits 2·((e%128)/32)), f16 d at 80, f16 dmin at 82; element e is
+    // d·scale·q − dmin·min. Unit u: quarter k of half h, scales 2u and 2u + 1.
+    vec2 dm = unpackHalf2x16(load4(base + 80u));
+    uint h = u >> 2, k = u & 3u;
+    uint sc0 = b8(base + 2u * u), sc1 = b8(base + 2u * u + 1u);
+    float a0 = dm.x * float(sc0 & 0xfu), m0 = dm.y * float(sc0 >> 4);
+    float a1 = dm.x * float(sc1 & 0xfu), m1 = dm.y * float(sc1 >> 4);
+    uint qs = base + 16u + 32u * h, sh = 2u * k;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint q4 = (load4(qs + 4u * i) >> sh) & 0x03030303u;
+        [[unroll]] for (uint b = 0u; b < 4u; b++) v[4u * i + b] = (i < 4u ? a0 : a1) * float((q4 >> (8u * b)) & 0xffu) - (i < 4u ? m0 : m1);
     }
 #elif defined(T_Q3_K)
     // unit u: quarter k of half h (shift 2k, high bit 4h + k), scales 2u and 2u + 1

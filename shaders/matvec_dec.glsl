@@ -48,6 +48,8 @@ int idot(uint a, uint b) { return dotPacked4x8EXT(int(a), int(b)); }
 const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 18u;
 #elif defined(T_Q8_0)
 const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 34u;
+#elif defined(T_Q2_K)
+const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 84u;
 #elif defined(T_Q3_K)
 const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 110u;
 #elif defined(T_Q4_K)
@@ -57,7 +59,7 @@ const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 176u;
 #elif defined(T_Q6_K)
 const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 210u;
 #else
-#error "matvec_dec.glsl: define T_Q4_0, T_Q8_0, T_Q3_K, T_Q4_K, T_Q5_K or T_Q6_K"
+#error "matvec_dec.glsl: define T_Q4_0, T_Q8_0, T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K or T_Q6_K"
 #endif
 #if defined(T_Q4_0) || defined(T_Q8_0)
 const uint QBLOCK = 32u; // activations in Q8_0 blocks

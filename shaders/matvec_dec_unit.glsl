@@ -120,7 +120,27 @@ float UNIT_DOT(uint rowByte, uint u, uint xq[8], int sx[2]) {
     int sc1 = int(((B8_(sb + (j1 & 7u)) >> (4u * (j1 >> 3))) & 0xfu) | (((B8_(sb + 8u + (j1 & 3u)) >> (2u * (j1 >> 2))) & 3u) << 4)) - 32;
     float d = unpackHalf2x16(U16_(base + 108u)).x;
     return d * (float(sc0) * float(s0 - 4 * sx[0]) + float(sc1) * float(s1 - 4 * sx[1]));
+#elif defined(T_Q2_K)
+    uint b = u >> 3, j = u & 7u;
+    uint base = rowByte + 84u * b;
+    uint hh = j >> 2, k = j & 3u; // half of the superblock, quarter within it
+    uint qs[8];
+    WORDS8_(base + 16u + 32u * hh, qs);
+    uint sh = 2u * k;
+    int s0 = 0, s1 = 0;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint q = (qs[i] >> sh) & 0x03030303u;
+        if (i < 4u) s0 += idot(q, xq[i]);
+        else s1 += idot(q, xq[i]);
+    }
+    // scale bytes 2j and 2j + 1 (low nibble the scale, high the min); both sums stay integers
+    // as in llama.cpp's CPU product: d·Σ scale·s − dmin·Σ min·sx
+    uint sc0 = B8_(base + 2u * j), sc1 = B8_(base + 2u * j + 1u);
+    int si = int(sc0 & 0xfu) * s0 + int(sc1 & 0xfu) * s1;
+    int mi = int(sc0 >> 4) * sx[0] + int(sc1 >> 4) * sx[1];
+    float d = unpackHalf2x16(U16_(base + 80u)).x, dmin = unpackHalf2x16(U16_(base + 82u)).x;
+    return d * float(si) - dmin * float(mi);
 #else
-#error "matvec_dec_unit.glsl: define T_Q4_0, T_Q8_0, T_Q3_K, T_Q4_K, T_Q5_K or T_Q6_K"
+#error "matvec_dec_unit.glsl: define T_Q4_0, T_Q8_0, T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K or T_Q6_K"
 #endif
 }

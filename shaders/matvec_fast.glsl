@@ -132,6 +132,16 @@ float unitDot(uint rowByte, uint idx, vec4 xv[4], float sx) {
         sq += dot(vec4(q4 & 0xffu, (q4 >> 8) & 0xffu, (q4 >> 16) & 0xffu, q4 >> 24), xv[i]);
     }
     return dsc * (sq - 32.0 * sx);
+#elif defined(T_Q2_K)
+    uint h = u >> 2, k = u & 3u;
+    uint qs = base + 16u + 32u * h + 16u * hf, sh = 2u * k;
+    vec2 dm = unpackHalf2x16(load4(base + 80u));
+    uint sc = b8(base + s);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint q4 = (load4(qs + 4u * i) >> sh) & 0x03030303u;
+        sq += dot(vec4(q4 & 0xffu, (q4 >> 8) & 0xffu, (q4 >> 16) & 0xffu, q4 >> 24), xv[i]);
+    }
+    return dm.x * float(sc & 0xfu) * sq - dm.y * float(sc >> 4) * sx;
 #elif defined(T_Q3_K)
     uint h = u >> 2, k = u & 3u;
     uint qs = base + 32u + 32u * h + 16u * hf, hm = base + 16u * hf;
@@ -143,7 +153,7 @@ float unitDot(uint rowByte, uint idx, vec4 xv[4], float sx) {
     }
     return dsc * (sq - 4.0 * sx);
 #else
-#error "matvec_fast.glsl: define T_Q4_0, T_Q8_0, T_Q3_K, T_Q4_K, T_Q5_K, T_Q6_K or an i-quant (dequant_iq.glsl)"
+#error "matvec_fast.glsl: define T_Q4_0, T_Q8_0, T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K, T_Q6_K or an i-quant (dequant_iq.glsl)"
 #endif
 }
 #endif

@@ -57,6 +57,20 @@ float slotDot(uint base, uint s, uint xo) {
         sq += dot(q, x4[(xo >> 2) + i]);
     }
     return dsc * sq;
+#elif defined(T_Q2_K)
+    // slot s is scale byte s's 16 elements: quarter k of half h, bytes 16·hf on of its quants
+    uint h = u >> 2, k = u & 3u;
+    uint qs = base + 16u + 32u * h + 16u * hf, sh = 2u * k;
+    vec2 dm = unpackHalf2x16(load4(base + 80u));
+    uint sc = b8(base + s);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint q4 = (load4(qs + 4u * i) >> sh) & 0x03030303u;
+        vec4 q = vec4(q4 & 0xffu, (q4 >> 8) & 0xffu, (q4 >> 16) & 0xffu, q4 >> 24);
+        vec4 xv = x4[(xo >> 2) + i];
+        sq += dot(q, xv);
+        sx += (xv.x + xv.y) + (xv.z + xv.w);
+    }
+    return dm.x * float(sc & 0xfu) * sq - dm.y * float(sc >> 4) * sx;
 #elif defined(T_Q3_K)
     // slot s is scale s's 16 elements: quarter k of half h, bytes 16·hf on of its quants and
     // of the high bits
@@ -71,7 +85,7 @@ float slotDot(uint base, uint s, uint xo) {
     }
     return dsc * sq;
 #else
-#error "matvec_k.glsl: define T_Q3_K, T_Q4_K, T_Q5_K or T_Q6_K"
+#error "matvec_k.glsl: define T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K or T_Q6_K"
 #endif
 }
 

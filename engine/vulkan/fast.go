@@ -56,7 +56,7 @@ func (c *Context) SetExact(exact bool) {
 }
 
 // fastMatvecTypes are the weight types with a matvec_fast kernel.
-var fastMatvecTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
+var fastMatvecTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q2_K: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
 
 // usesFastMatvec reports whether a product of m tokens with weights of type t and k-element
 // rows takes matvec_fast.
@@ -80,7 +80,7 @@ func (c *Context) fastMatvecRows(t quant.Type) int {
 
 // fastMatvecPass is matvec_fast's NR for weights of type t: the rows one subgroup pass takes.
 func (c *Context) fastMatvecPass(t quant.Type) int {
-	if t == quant.Q3_K || t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K {
+	if t == quant.Q2_K || t == quant.Q3_K || t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K {
 		return 2
 	}
 	return 4
@@ -97,7 +97,7 @@ const defaultMatvecShareBelow = 1024
 // but 1.9x the bytes, read 1.76). Not the default (VKLLM_GPU_MATVEC_UNITS=2 selects it): on the
 // H200 the 8B Q4_K decoded at 152.7 t/s with it against 151.9 without, the 8B Q4_0 at 173.8
 // against 185.5 (2026-12-02, one call), so loads in flight per lane are not what binds.
-var fastMatvec2Types = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
+var fastMatvec2Types = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q2_K: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
 
 // matVecFast records y (+)= W·x for one token on the fast tier (shapes already checked).
 func (s *Seq) matVecFast(t quant.Type, suf string, w, x, y Binding, k, n int, accumulate bool) {
@@ -260,7 +260,7 @@ func (s *Seq) AttentionSplit(q, k, v, o, pos, part Binding, headDim, nHead, nKV,
 const decodeFusedMaxK = 16384
 
 // decodeFusedTypes are the weight types with a matvec_dec kernel.
-var decodeFusedTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
+var decodeFusedTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q2_K: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
 
 // usesFusedDecode reports whether a one-token product with weights of type t and k-element
 // rows can take matvec_dec on this context.

@@ -75,7 +75,7 @@ func TestFusedDecodeProductMatchesFloat64Reference(t *testing.T) {
 	}
 	const n, eps = 37, 1e-5
 	for _, k := range []int{512, 1280} {
-		for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 			for _, mode := range []string{"plain", "accumulate", "norm", "norm+pair"} {
 				for _, ownRows := range []bool{false, true} {
 					name := fmt.Sprintf("k%d/%v/%s", k, typ, mode)
@@ -181,7 +181,7 @@ func TestTwoUnitDecodeProductMatchesFloat64Reference(t *testing.T) {
 	t.Cleanup(func() { c.matvecUnits = prevUnits })
 	const n = 37
 	for _, k := range []int{512, 1280} {
-		for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 			for _, ownRows := range []bool{false, true} {
 				name := fmt.Sprintf("k%d/%v", k, typ)
 				if ownRows {

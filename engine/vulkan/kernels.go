@@ -29,6 +29,8 @@ func weightSuffix(t quant.Type) (string, bool) {
 		return "q5_1", true
 	case quant.Q8_0:
 		return "q8_0", true
+	case quant.Q2_K:
+		return "q2_k", true
 	case quant.Q3_K:
 		return "q3_k", true
 	case quant.Q4_K:
@@ -46,7 +48,7 @@ func weightSuffix(t quant.Type) (string, bool) {
 
 // supportedWeightOrder lists the weight types the kernels read, for messages.
 var supportedWeightOrder = []quant.Type{quant.F32, quant.F16, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0,
-	quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL, quant.IQ4_XS, quant.MXFP4, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S,
+	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL, quant.IQ4_XS, quant.MXFP4, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S,
 	quant.IQ3_XXS, quant.IQ3_S, quant.IQ1_S, quant.IQ1_M}
 
 // SupportedWeightNames names the weight types the kernels read, comma-separated.

@@ -324,8 +324,8 @@ func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	if covered != pairs {
 		t.Fatalf("the tiles cover %d of %d pairs", covered, pairs)
 	}
-	for _, typ := range []quant.Type{quant.F32, quant.Q4_0, quant.Q8_0, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL, quant.MXFP4,
-		quant.IQ4_XS, quant.IQ2_XXS, quant.IQ3_XXS} {
+	for _, typ := range []quant.Type{quant.F32, quant.Q4_0, quant.Q8_0, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL,
+		quant.MXFP4, quant.IQ4_XS, quant.IQ2_XXS, quant.IQ3_XXS} {
 		k := 64
 		if typ.BlockSize() > 32 {
 			k = 512
