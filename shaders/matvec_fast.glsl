@@ -79,6 +79,22 @@ float unitDot(uint rowByte, uint u, vec4 xv[8], float sx) {
     return d * s;
 #endif
 }
+#elif defined(T_F32) || defined(T_F16)
+// f32 and f16 weights (a MoE router, a shared expert's gate): units are 32 elements, x as it
+// comes (llama.cpp rounds nothing for f32 weights; the fast tier leaves f16 weights' x unrounded
+// too, actModeFor).
+#define UNIT_ELEMS 32u
+float unitDot(uint rowByte, uint u, vec4 xv[8], float sx) {
+    float s = 0.0;
+#if defined(T_F32)
+    uint a = (rowByte + 128u * u) >> 2;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(uintBitsToFloat(w[a + 4u * i]), uintBitsToFloat(w[a + 4u * i + 1u]), uintBitsToFloat(w[a + 4u * i + 2u]), uintBitsToFloat(w[a + 4u * i + 3u])), xv[i]);
+#else
+    uint a = (rowByte + 64u * u) >> 2;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(unpackHalf2x16(w[a + 2u * i]), unpackHalf2x16(w[a + 2u * i + 1u])), xv[i]);
+#endif
+    return s;
+}
 #elif defined(T_IQUANT)
 // the i-quants and MXFP4 (dequant_iq.glsl): units are 32-element units as dq32 expands them
 // (a block of IQ4_NL/MXFP4, a sub-block of the 256-element types); x of unit u is

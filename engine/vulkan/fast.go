@@ -37,6 +37,7 @@ func (c *Context) selectNumericTier() {
 	if config.GPUMatvecUnits.Int() == 2 {
 		c.matvecUnits = 2
 	}
+	c.x8 = config.GPUX8.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	c.fusedDecode = config.GPUFused.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 }
 
@@ -55,13 +56,15 @@ func (c *Context) SetExact(exact bool) {
 	c.exact = exact
 }
 
-// fastMatvecTypes are the weight types with a matvec_fast kernel.
-var fastMatvecTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q2_K: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
+// fastMatvecTypes are the weight types with a matvec_fast kernel (f32 and f16 for a MoE router
+// and a shared expert's gate, which took the generic one-thread-a-row matvec before: the
+// router stage of the seed's model cost 2384 µs a token on the H200, 60 a layer).
+var fastMatvecTypes = map[quant.Type]bool{quant.F32: true, quant.F16: true, quant.Q4_0: true, quant.Q8_0: true, quant.Q2_K: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
 
 // usesFastMatvec reports whether a product of m tokens with weights of type t and k-element
 // rows takes matvec_fast.
 func (c *Context) usesFastMatvec(t quant.Type, k, m int) bool {
-	return !c.exact && m == 1 && fastMatvecTypes[t] && k%blockElems(t) == 0
+	return !c.exact && m == 1 && fastMatvecTypes[t] && k%blockElems(t) == 0 && k%32 == 0 // 32-element units
 }
 
 // fastMatvecRows is the rows per workgroup of matvec_fast for weights of type t: NR rows per
@@ -169,15 +172,16 @@ const maxAttentionSplits = 64
 
 // attentionSplits is the number of position ranges for m query tokens over a context of
 // ctxLen positions with `groups` head groups: enough workgroups to fill a GPU (about 1024;
-// lavapipe runs workgroups on a few CPU threads and takes fewer), each range at least 64
-// positions of the full context.
+// lavapipe runs workgroups on a few CPU threads and takes fewer), each range at least 16
+// positions of the full context (at 64, a short context's decode step had a workgroup or two
+// per head group: 23 µs a layer on the H200's 8B at 80 positions).
 func (c *Context) attentionSplits(m, groups, ctxLen int) int {
 	target := 1024
 	if c.Info.Type == "cpu" {
 		target = 16
 	}
 	n := (target + groups*m - 1) / (groups * m)
-	n = min(n, maxAttentionSplits, max(1, ctxLen/64))
+	n = min(n, maxAttentionSplits, max(1, ctxLen/16))
 	if m > 1 {
 		n = min(n, 16)
 		if c.gemm == gemmCoopmat {

@@ -152,10 +152,11 @@ func TestAttentionHeadsPerGroup(t *testing.T) {
 }
 
 // The fast tier is wired into the resident driver: a fast-tier model on a device with the fast
-// kernels decodes through split attention, the fast RMSNorm and the fast decode product (the
-// kernels it made; the fused one, matvec_dec, where the device has int8 dot products), and the
-// exact tier through none of them. Fails if the driver stops taking
-// any of them.
+// kernels decodes through split attention, the fast RMSNorm and the int8 decode products
+// (quantize_x8, matvec_x8) where the device has int8 dot products, else (and with
+// VKLLM_GPU_X8=0) the f32 decode product and, with int8 dot products, the fused one
+// (matvec_dec); the exact tier through none of them. Fails if the driver stops taking any of
+// them.
 func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 	c := ctxOrSkip(t)
 	m := loadShared(t, "rand-llama-q8_0")
@@ -163,14 +164,30 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 	if c.matvecUnits == 2 {
 		product = "matvec_fast2_q8_0" // two units a lane per pass (VKLLM_GPU_MATVEC_UNITS)
 	}
-	fast := []string{"attention_split", "attention_merge", "rmsnorm_fast", product}
+	f32Products := []string{product}
 	if c.fusedDecode {
-		fast = append(fast, "matvec_dec_q8_0") // the decode step's fused products
+		f32Products = append(f32Products, "matvec_dec_q8_0") // the decode step's fused products
 	}
-	for _, tier := range tiers {
-		t.Run(tier.name, func(t *testing.T) {
-			withTier(t, c, tier.exact)
-			for _, k := range fast { // forget the pipelines earlier tests made
+	x8Products := []string{"quantize_x8", "matvec_x8_q8_0"}
+	prevX8 := c.x8
+	defer func() { c.x8 = prevX8 }()
+	for _, tc := range []struct {
+		name       string
+		exact, x8  bool
+		takes, not []string
+	}{
+		{"fast", false, prevX8, []string{"attention_split", "attention_merge", "rmsnorm_fast"}, nil},
+		{"fast, int8 products", false, true, x8Products, f32Products},
+		{"fast, f32 products", false, false, f32Products, x8Products},
+		{"exact", true, prevX8, nil, append(append([]string{"attention_split", "attention_merge", "rmsnorm_fast"}, f32Products...), x8Products...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.x8 && !c.Info.Features[FeatureInt8Dot] {
+				t.Skipf("%s: no int8 dot products, so no int8 decode products", c.Info.Name)
+			}
+			withTier(t, c, tc.exact)
+			c.x8 = tc.x8
+			for _, k := range append(append([]string{}, tc.takes...), tc.not...) { // forget the pipelines earlier tests made
 				if kern, ok := c.kernels[k]; ok {
 					kern.destroy(c.dev)
 					delete(c.kernels, k)
@@ -187,9 +204,14 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 			if _, err := r.Eval([]int{17}, 3, false); err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range fast {
-				if _, made := c.kernels[k]; made == tier.exact {
-					t.Errorf("%s tier: kernel %s made = %v", tier.name, k, made)
+			for _, k := range tc.takes {
+				if _, made := c.kernels[k]; !made {
+					t.Errorf("%s: kernel %s not made", tc.name, k)
+				}
+			}
+			for _, k := range tc.not {
+				if _, made := c.kernels[k]; made {
+					t.Errorf("%s: kernel %s made", tc.name, k)
 				}
 			}
 		})

@@ -140,6 +140,14 @@ func (r *Resident) denseFFN(s *Seq, l *layerWeights, m int) {
 		r.normProject(s, l.ffnNorm, dim, m, stamp, projection{l.gate, r.gate, ff, false}, projection{l.up, r.up, ff, false})
 		s.Barrier()
 		stamp("ffn_up")
+		if down := (projection{l.down, r.x, dim, true}); r.takesX8(ff, m, []projection{down}) {
+			// SwiGLU folded into the down product's rounding pass
+			up := r.up.Range(0, uint64(4*ff))
+			r.projectX8(s, r.gate.Range(0, uint64(4*ff)), X8Input{Up: &up}, ff, m, []projection{down})
+			s.Barrier()
+			stamp("ffn_down")
+			return
+		}
 		s.SwiGLU(r.gate.Range(0, uint64(4*m*ff)), r.up.Range(0, uint64(4*m*ff)), r.gate.Range(0, uint64(4*m*ff)), m*ff)
 		s.Barrier()
 		stamp("swiglu")

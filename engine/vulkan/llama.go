@@ -496,7 +496,11 @@ type projection struct {
 // Inputs are first rounded the way llama.cpp's CPU path rounds them for each weight type
 // (f16, Q8_0/Q8_1 or Q8_K blocks) into xq; weights sharing a rounding share one pass.
 func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
-	done := make([]bool, len(ps))
+	done := r.projectX8(s, x, X8Input{}, k, m, ps)
+	busy := false // an earlier group still reads xq
+	for _, d := range done {
+		busy = busy || d
+	}
 	xq := r.xq.Range(0, uint64(4*m*k))
 	for i := range ps {
 		if done[i] {
@@ -505,9 +509,10 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 		mode := r.c.actModeFor(ps[i].w.typ)
 		src := x
 		if mode != actNone && !r.c.roundsOwnActivations(ps[i].w.typ, k, m) {
-			if i > 0 {
-				s.Barrier() // an earlier group may still read xq
+			if busy {
+				s.Barrier()
 			}
+			busy = true
 			s.QuantizeActivations(ps[i].w.typ, x, xq, k, m, k)
 			s.Barrier()
 			src = xq
@@ -523,13 +528,14 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 
 // fuses reports whether one-token products with the weights ws over k-element inputs all take
 // the fused decode product (matvec_dec): m = 1 on a context that has it, types it covers, and
-// each weight in one buffer. Only the FFN's gate and up take it (normProject says why).
+// each weight in one buffer, and not a type matvec_x8 takes (x8.go: faster on the H200). Only
+// the FFN's gate and up take it (normProject says why).
 func (r *Resident) fuses(m, k int, ws ...weight) bool {
 	if m != 1 {
 		return false
 	}
 	for _, w := range ws {
-		if len(w.slices) != 1 || !r.c.usesFusedDecode(w.typ, k) {
+		if len(w.slices) != 1 || !r.c.usesFusedDecode(w.typ, k) || r.c.usesX8(w.typ, k, m) {
 			return false
 		}
 	}
@@ -542,6 +548,11 @@ func (r *Resident) fuses(m, k int, ws ...weight) bool {
 // ffn_down, 2048 workgroups of 2-4 rows — got slower on the H200, 8B Q4_K qkv 820 -> 1579 µs
 // and ffn_down 1530 -> 2492 µs a token, while gate+up+SwiGLU went 2730 -> 2197.)
 func (r *Resident) normProject(s *Seq, g vector, k, m int, stamp func(string), ps ...projection) {
+	if r.takesX8(k, m, ps) { // the norm folded into the one rounding pass
+		gb := g.buf.All()
+		r.projectX8(s, r.x.All(), X8Input{Norm: &gb, Eps: r.h.NormEps}, k, m, ps)
+		return
+	}
 	s.RMSNorm(r.x.All(), g.buf.All(), r.xn.All(), k, m, k, r.h.NormEps)
 	s.Barrier()
 	stamp("norm")

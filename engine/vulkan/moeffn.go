@@ -361,6 +361,14 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	mode := r.c.actModeFor(w.gate.typ)
 	early := mode != actNone && r.c.actModeFor(w.up.typ) == mode && r.c.actModeFor(w.router.typ) == actNone &&
 		(w.shared == nil || r.c.actModeFor(w.shared.gating.typ) == actNone)
+	// A decode step on int8 products (x8.go) rounds xn once for all its experts, beside the
+	// router's product too.
+	x8GateUp, x8Down := r.moeTakesX8(w, m)
+	xnQ, xnS, hidQ, hidS, _ := r.moeX8Layout(dim, ff, p.Used)
+	if x8GateUp {
+		early = false
+		s.QuantizeX8(xn, xnQ, xnS, dim, 1, X8Input{})
+	}
 	expertIn := xn
 	if early {
 		expertIn = r.xq.Range(0, uint64(4*m*dim))
@@ -377,7 +385,12 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 	}
 	hid := r.gate.Range(0, uint64(4*pairs*ff))
-	if m == 1 && w.upOff != 0 {
+	if x8GateUp {
+		sl := w.gate.slices[0]
+		s.MoEMatVecX8(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), w.upOff, dim, ff, 0, w.gate.count, p.Used, pairs, false, ff)
+		s.Barrier()
+		stamp("ffn_up")
+	} else if m == 1 && w.upOff != 0 {
 		// a decode step: gate, up and SwiGLU in one dispatch over the shared buffer
 		if !early && mode != actNone {
 			s.QuantizeActivations(w.gate.typ, xn, r.xq.Range(0, uint64(4*dim)), dim, 1, dim)
@@ -396,7 +409,15 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 		stamp("swiglu")
 	}
-	r.projectExperts(s, hid, ff, m, true, false, expertProjection{w.down, ms.out, dim})
+	if x8Down {
+		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{})
+		s.Barrier()
+		for _, sl := range w.down.slices {
+			s.MoEMatVecX8(w.down.typ, sl.binding(), hidQ, hidS, ms.out.All(), ms.ids.All(), 0, ff, dim, sl.e0, sl.ne, p.Used, pairs, true, dim)
+		}
+	} else {
+		r.projectExperts(s, hid, ff, m, true, false, expertProjection{w.down, ms.out, dim})
+	}
 	s.Barrier()
 	sh, g := ms.out, ms.wts // not read without a shared expert
 	if w.shared != nil {

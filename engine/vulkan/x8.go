@@ -1,0 +1,283 @@
+package vulkan
+
+import (
+	"fmt"
+
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// The int8 decode products (matvec_x8.glsl): a token's activations are rounded once per layer
+// input by quantize_x8 to int8 blocks of 32 (d, q and Σq a block, lane-interleaved so a
+// subgroup's lanes load neighbouring 16-byte words), and every product that reads them runs on
+// int8 dot products. Q4_0 and Q8_0 weights may be stored row-split (splitRows): each row's
+// quants, 16-byte aligned, then its f16 scales, the same bytes as GGUF's blocks in another
+// order, so a lane loads its block in whole 16-byte words.
+
+// x8Kernels are the weight types with a matvec_x8 kernel: its name and its rows per subgroup
+// pass (NR).
+var x8Kernels = map[quant.Type]struct {
+	name string
+	nr   int
+}{
+	quant.Q4_0: {"matvec_x8_q4_0", 4},
+	quant.Q8_0: {"matvec_x8_q8_0", 4},
+	quant.Q4_K: {"matvec_x8_q4_k", 2},
+	quant.Q5_K: {"matvec_x8_q5_k", 2},
+}
+
+// usesX8 reports whether a product of m tokens with weights of type t and k-element rows takes
+// matvec_x8 on this context: one token on the fast tier, with int8 dot products.
+func (c *Context) usesX8(t quant.Type, k, m int) bool {
+	_, ok := x8Kernels[t]
+	return ok && c.x8 && !c.exact && m == 1 && k%blockElems(t) == 0
+}
+
+// MatVecX8 records y (+)= W·x for one token with weights w of type t (n rows of k elements)
+// over x rounded by QuantizeX8 into xq and xs.
+func (s *Seq) MatVecX8(t quant.Type, w, xq, xs, y Binding, k, n int, accumulate bool) {
+	kn, ok := x8Kernels[t]
+	if !ok || k%blockElems(t) != 0 {
+		s.fail(fmt.Errorf("matvec_x8: no kernel for %v rows of %d elements", t, k))
+		return
+	}
+	rowBytes, err := t.RowBytes(k)
+	if err != nil {
+		s.fail(fmt.Errorf("matvec_x8: %w", err))
+		return
+	}
+	if w.Size < uint64(rowBytes*n) || y.Size < uint64(4*n) || xq.Size < uint64(x8QuantBytes(k)) || xs.Size < uint64(x8ScaleBytes(k)) {
+		s.fail(fmt.Errorf("matvec_x8: %v %dx%d: a binding is too small (weights %d of %d bytes, y %d of %d)", t, n, k, w.Size, rowBytes*n, y.Size, 4*n))
+		return
+	}
+	s.matVecX8(kn.name, kn.nr, w, xq, xs, y, k, n, accumulate)
+}
+
+// x8QuantBytes is the size of quantize_x8's int8 output for k activations: whole groups of 32
+// blocks (the interleaved layout).
+func x8QuantBytes(k int) int { return (k/32 + 31) / 32 * 32 * 32 }
+
+// x8ScaleBytes is the size of quantize_x8's per-block (d, Σq) output for k activations.
+func x8ScaleBytes(k int) int { return k / 32 * 8 }
+
+// X8Input is what QuantizeX8 rounds: x itself, RMSNorm(x)·Norm (Eps its epsilon), or
+// silu(x)·Up.
+type X8Input struct {
+	Norm *Binding
+	Eps  float32
+	Up   *Binding
+}
+
+// QuantizeX8 records quantize_x8 of m rows of k activations x (as in names; rows k apart, the
+// up rows too) into xq (m·x8QuantBytes(k)) and xs (m·x8ScaleBytes(k)); k is a multiple of 32.
+func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
+	if k%32 != 0 || m < 1 || m > maxGroups {
+		s.fail(fmt.Errorf("quantize_x8: %d rows of %d activations (whole 32-blocks, at most %d rows)", m, k, maxGroups))
+		return
+	}
+	if in.Norm != nil && in.Up != nil {
+		s.fail(fmt.Errorf("quantize_x8: a norm and SwiGLU at once is not a layer input"))
+		return
+	}
+	if xq.Size < uint64(m*x8QuantBytes(k)) || xs.Size < uint64(m*x8ScaleBytes(k)) || x.Size < uint64(4*m*k) {
+		s.fail(fmt.Errorf("quantize_x8: a binding is too small for %d rows of %d", m, k))
+		return
+	}
+	kern := s.kernel("quantize_x8", 5, 12)
+	if kern == nil {
+		return
+	}
+	flags, up, g, groups := uint32(0), x, x, uint32((k/4+255)/256)
+	if in.Norm != nil {
+		flags, g, groups = 1, *in.Norm, 1
+	}
+	if in.Up != nil {
+		flags, up = 2, *in.Up
+	}
+	s.Dispatch(kern, Push(uint32(k), flags, in.Eps), groups, uint32(m), 1, x, xq, xs, up, g)
+}
+
+// matVecX8 records y (+)= W·x for one token with matvec_x8 kernel name, whose subgroup pass
+// takes nr rows, over x rounded by QuantizeX8.
+func (s *Seq) matVecX8(name string, nr int, w, xq, xs, y Binding, k, n int, accumulate bool) {
+	kern := s.kernel(name, 4, 24)
+	if kern == nil {
+		return
+	}
+	sg := s.c.Info.SubgroupSize
+	if sg <= 0 || sg > 128 {
+		sg = 32
+	}
+	rows, share := nr*(128/sg), uint32(0)
+	if (n+rows-1)/rows < s.c.matvecShareBelow {
+		rows, share = nr, 1
+	}
+	gx, gy := grid1D((n + rows - 1) / rows)
+	acc := uint32(0)
+	if accumulate {
+		acc = 1
+	}
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(rows), gx, acc, share), gx, gy, 1, w, xq, xs, y)
+}
+
+// splitRows returns Q4_0 or Q8_0 rows of k elements in the row-split order matvec_x8's
+// ROW_SPLIT kernels read: each row's blocks' quants in block order, then their f16 scales.
+func splitRows(t quant.Type, data []byte, k int) ([]byte, error) {
+	var qb int
+	switch t {
+	case quant.Q4_0:
+		qb = 16
+	case quant.Q8_0:
+		qb = 32
+	default:
+		return nil, fmt.Errorf("row-split layout: type %v has none (Q4_0 and Q8_0 do)", t)
+	}
+	rowBytes, err := t.RowBytes(k)
+	if err != nil {
+		return nil, fmt.Errorf("row-split layout: %w", err)
+	}
+	if len(data)%rowBytes != 0 {
+		return nil, fmt.Errorf("row-split layout: %d bytes are not whole %d-byte rows", len(data), rowBytes)
+	}
+	nb, bb := k/32, qb+2
+	out := make([]byte, len(data))
+	for r := 0; r < len(data)/rowBytes; r++ {
+		src, dst := data[r*rowBytes:(r+1)*rowBytes], out[r*rowBytes:(r+1)*rowBytes]
+		for b := 0; b < nb; b++ {
+			copy(dst[qb*b:qb*(b+1)], src[bb*b+2:bb*(b+1)])
+			copy(dst[qb*nb+2*b:qb*nb+2*b+2], src[bb*b:bb*b+2])
+		}
+	}
+	return out, nil
+}
+
+// takesX8 reports whether every product of ps over k-element inputs of m rows takes
+// matvec_x8, with room for the rounded input in r.xq.
+func (r *Resident) takesX8(k, m int, ps []projection) bool {
+	if uint64(x8QuantBytes(k)+x8ScaleBytes(k)) > r.xq.Size {
+		return false
+	}
+	for _, p := range ps {
+		if !r.c.usesX8(p.w.typ, k, m) {
+			return false
+		}
+	}
+	return len(ps) > 0
+}
+
+// projectX8 records the one-token products among ps whose weights take matvec_x8: x (as in
+// says) rounded once by quantize_x8 into r.xq, then each product. It reports which it
+// recorded.
+func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []projection) []bool {
+	done := make([]bool, len(ps))
+	qb, sb := uint64(x8QuantBytes(k)), uint64(x8ScaleBytes(k))
+	if qb+sb > r.xq.Size {
+		return done // a tiny model's scratch: the other products serve
+	}
+	any := false
+	for i, p := range ps {
+		done[i] = r.c.usesX8(p.w.typ, k, m)
+		any = any || done[i]
+	}
+	if !any {
+		return done
+	}
+	xq, xs := r.xq.Range(0, qb), r.xq.Range(qb, sb)
+	s.QuantizeX8(x, xq, xs, k, 1, in)
+	s.Barrier()
+	for i, p := range ps {
+		if !done[i] {
+			continue
+		}
+		for _, sl := range p.w.slices {
+			s.MatVecX8(p.w.typ, sl.buf.All(), xq, xs, p.y.Range(uint64(4*sl.row0), uint64(4*sl.rows)), k, sl.rows, p.acc)
+		}
+	}
+	return done
+}
+
+// moeX8Kernels are the expert weight types with a moe_matvec_x8 kernel (its suffix).
+var moeX8Kernels = map[quant.Type]string{quant.Q4_0: "q4_0", quant.Q8_0: "q8_0", quant.Q4_K: "q4_k", quant.Q5_K: "q5_k"}
+
+// moeX8Rows is moe_matvec_x8's NR: the rows of one pair a subgroup takes.
+const moeX8Rows = 2
+
+// MoEMatVecX8 records the decode step's expert products on int8 dot products: for each of the
+// pairs (token t's j-th expert ids[t·used+j]), Y[q·yStride + r] = W_e[r]·x, x the pair's row
+// of rounded activations (xPerPair) or its token's, rounded by QuantizeX8 into xq and xs (one
+// row after another). w binds experts e0..e0+ne-1 (n rows of k each); with upOff nonzero (a
+// multiple of 256) it also holds the up experts that far after the gate experts and Y gets
+// silu(gate·x)·(up·x), as SwiGLU computes it.
+func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64, k, n, e0, ne, used, pairs int, xPerPair bool, yStride int) {
+	suf, ok := moeX8Kernels[t]
+	if !ok || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || ne <= 0 || used <= 0 || pairs <= 0 {
+		s.fail(fmt.Errorf("moe matvec x8: %v rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, %d experts, %d pairs", t, k, n, ne, pairs))
+		return
+	}
+	if upOff%256 != 0 || upOff > 1<<32-1 || pairs > maxGroups {
+		s.fail(fmt.Errorf("moe matvec x8 %v: up experts at byte %d (a multiple of 256 below 4 GiB), %d pairs (at most %d)", t, upOff, pairs, maxGroups))
+		return
+	}
+	xrows := pairs / used
+	if xPerPair {
+		xrows = pairs
+	}
+	if xq.Size < uint64(xrows*x8QuantBytes(k)) || xs.Size < uint64(xrows*x8ScaleBytes(k)) {
+		s.fail(fmt.Errorf("moe matvec x8 %v: rounded activations of %d bytes for %d rows of %d", t, xq.Size, xrows, k))
+		return
+	}
+	kern := s.kernel("moe_matvec_x8_"+suf, 5, 36)
+	if kern == nil {
+		return
+	}
+	per := uint32(0)
+	if xPerPair {
+		per = 1
+	}
+	sg := s.c.Info.SubgroupSize
+	if sg <= 0 || sg > 128 {
+		sg = 32
+	}
+	rows := moeX8Rows * (128 / sg)
+	gx, gy := grid1D((n + rows - 1) / rows)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(yStride), gx, uint32(upOff)),
+		gx, gy, uint32(pairs), w, xq, xs, y, ids)
+}
+
+// moeX8Layout places the decode step's rounded MoE inputs in r.xq after the room projectX8
+// takes for a dim-wide input: the token's normed input, then its used pairs' hidden rows.
+// ok is false when r.xq is too small for them.
+func (r *Resident) moeX8Layout(dim, ff, used int) (xnQ, xnS, hidQ, hidS Binding, ok bool) {
+	align := func(v int) int { return (v + 255) / 256 * 256 }
+	// past the room a dim-wide product takes before it (projectX8's rounding, or quantact's 4
+	// bytes an element): the router's product may round its input while these are written
+	off := align(max(x8QuantBytes(dim)+x8ScaleBytes(dim), 4*dim))
+	parts := []int{x8QuantBytes(dim), x8ScaleBytes(dim), used * x8QuantBytes(ff), used * x8ScaleBytes(ff)}
+	var b [4]Binding
+	for i, n := range parts {
+		if uint64(off+n) > r.xq.Size {
+			return Binding{}, Binding{}, Binding{}, Binding{}, false
+		}
+		b[i] = r.xq.Range(uint64(off), uint64(n))
+		off = align(off + n)
+	}
+	return b[0], b[1], b[2], b[3], true
+}
+
+// moeTakesX8 reports which of a decode step's expert products take moe_matvec_x8: gate and
+// up (one buffer, both types with a kernel), down (its type with a kernel, one binding); none
+// without room in r.xq.
+func (r *Resident) moeTakesX8(w *moeWeights, m int) (gateUp, down bool) {
+	if m != 1 || !r.c.x8 || r.c.exact {
+		return false, false
+	}
+	if _, _, _, _, ok := r.moeX8Layout(r.h.Dim, r.h.MoE.FFN, r.h.MoE.Used); !ok {
+		return false, false
+	}
+	has := func(x experts) bool {
+		_, ok := moeX8Kernels[x.typ]
+		return ok && x.cols%blockElems(x.typ) == 0
+	}
+	gateUp = w.upOff != 0 && w.upOff%256 == 0 && has(w.gate) && has(w.up) && w.gate.typ == w.up.typ
+	down = has(w.down) && len(w.down.slices) == 1
+	return gateUp, down
+}

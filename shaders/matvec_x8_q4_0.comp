@@ -1,0 +1,4 @@
+#version 450
+#define T_Q4_0
+#define NR_ROWS 4u
+#include "matvec_x8.glsl"

@@ -1,0 +1,99 @@
+#version 450
+// quantize_x8: rounds rows of activations (K floats each, K a multiple of 32; one row per grid
+// line y) to int8 blocks of
+// 32 for matvec_x8: d = f16(amax/127), q = roundEven(x·127/amax) (Q8_0's rounding, as
+// matvec_fast rounds Q4_0/Q8_0 activations in registers), and each block's integer sum Σq.
+// What it rounds (flags):
+//   0:        x as it is;
+//   F_NORM:   RMSNorm(x)·g, x·g·(1/sqrt(mean(x²)+eps)) as rmsnorm_fast computes it (the grid
+//             is then one workgroup a row: the norm needs all of the row);
+//   F_SWIGLU: silu(x)·u, rounded as swiglu.comp rounds it.
+// Layout (lane-interleaved so a subgroup's lanes, one block each, load neighbouring 16-byte
+// words): the two 16-byte halves h of block u sit at xq4[((u/32)·2 + h)·32 + u%32]; xs[u] =
+// (d, Σq); row t's output starts x8QuantBytes(K) bytes and K/32 blocks after row t-1's (x8.go).
+// Eight threads a block, one vec4 each; the block's largest magnitude and sum go
+// through shared memory.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : enable
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer Xb { vec4 x4[]; };
+layout(std430, binding = 1) writeonly buffer Qb { uint xq[]; };
+layout(std430, binding = 2) writeonly buffer Sb { vec2 xs[]; };
+layout(std430, binding = 3) readonly buffer Ub { vec4 u4[]; }; // F_SWIGLU: the up projection
+layout(std430, binding = 4) readonly buffer Gb { vec4 g4[]; }; // F_NORM: the norm's weight
+layout(push_constant) uniform P { uint K; uint flags; float eps; } p; // rows: the grid's y
+const uint F_NORM = 1u, F_SWIGLU = 2u;
+
+#include "exact.glsl" // roundHalf, expExact, divExact
+
+shared float part[256];
+shared float ssPart[32];
+
+float swiglu(float a, float b) {
+    precise float e = 1.0 + expExact(-a);
+    float s = divExact(a, e);
+    precise float r = s * b;
+    return r;
+}
+
+void main() {
+    uint tid = gl_LocalInvocationID.x;
+    uint n4 = p.K / 4u;
+    uint row = gl_WorkGroupID.y;
+    uint x0 = row * n4;                                  // this row's x (and u) in vec4s
+    uint q0 = row * ((p.K / 32u + 31u) / 32u) * 256u;    // its int8 words: x8QuantBytes(K) / 4
+    uint s0 = row * (p.K / 32u);                         // its blocks
+    float scale = 1.0;
+    bool norm = (p.flags & F_NORM) != 0u;
+    if (norm) { // one workgroup: the sum of squares over all of x first
+        float ss = 0.0;
+        for (uint i = tid; i < n4; i += 256u) {
+            vec4 v = x4[x0 + i];
+            ss += dot(v, v);
+        }
+        ss = subgroupAdd(ss);
+        if (subgroupElect()) ssPart[gl_SubgroupID] = ss;
+        barrier();
+        float total = 0.0;
+        for (uint g = 0u; g < gl_NumSubgroups; g++) total += ssPart[g];
+        scale = inversesqrt(total / float(p.K) + p.eps);
+    }
+    uint first = norm ? 0u : gl_WorkGroupID.x * 256u;
+    uint step = norm ? 256u : gl_NumWorkGroups.x * 256u;
+    for (uint i0 = first; i0 < n4; i0 += step) { // uniform: every thread takes every pass
+        uint i = i0 + tid; // this thread's vec4: word i % 8 of block i / 8
+        bool live = i < n4;
+        vec4 v = vec4(0.0);
+        if (live) {
+            v = x4[x0 + i];
+            if (norm) v = v * scale * g4[i];
+            if ((p.flags & F_SWIGLU) != 0u) {
+                vec4 b = u4[x0 + i];
+                v = vec4(swiglu(v.x, b.x), swiglu(v.y, b.y), swiglu(v.z, b.z), swiglu(v.w, b.w));
+            }
+        }
+        vec4 a = abs(v);
+        part[tid] = max(max(a.x, a.y), max(a.z, a.w));
+        barrier();
+        uint b0 = tid & ~7u;
+        float amax = 0.0;
+        [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, part[b0 + j]);
+        float inv = amax > 0.0 ? 127.0 / amax : 0.0;
+        ivec4 q = ivec4(roundEven(v * inv));
+        barrier(); // everyone has read the maxima
+        part[tid] = float((q.x + q.y) + (q.z + q.w));
+        barrier();
+        if (live) {
+            uint u = i / 8u, j = i % 8u;
+            uint word = (uint(q.x) & 0xffu) | ((uint(q.y) & 0xffu) << 8) | ((uint(q.z) & 0xffu) << 16) | (uint(q.w) << 24);
+            xq[q0 + (((u / 32u) * 2u + j / 4u) * 32u + u % 32u) * 4u + j % 4u] = word;
+            if (j == 0u) {
+                float sum = 0.0;
+                [[unroll]] for (uint jj = 0u; jj < 8u; jj++) sum += part[b0 + jj];
+                xs[s0 + u] = vec2(roundHalf(amax / 127.0), sum);
+            }
+        }
+        barrier(); // part is reused by the next pass
+    }
+}

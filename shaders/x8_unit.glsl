@@ -1,0 +1,95 @@
+// x8_unit.glsl: one 32-element unit of a weight row times the same unit of activations rounded
+// by quantize_x8, on int8 dot products (matvec_x8.glsl, moe_matvec_x8.glsl). The including
+// shader declares the weights as both `uint w[]` and `uvec4 w4[]` (one binding, two views) and
+// defines one of T_Q4_0, T_Q8_0 (ROW_SPLIT: quants then scales per row), T_Q4_K, T_Q5_K.
+// unitDot(rowByte, nb, u, xa, xb, s): unit u of the row at byte rowByte (nb blocks a row; K-quant
+// rows start 16-byte aligned) times x's unit: xa, xb its 32 int8 (elements 0-15, 16-31), s its
+// (d, Σq). Integer sums are exact; the scaling is f32.
+int idot(uint a, uint b) { return dotPacked4x8EXT(int(a), int(b)); }
+
+#if defined(T_Q4_0)
+const uint BLOCK_BYTES = 18u, UNITS_PER_BLOCK = 1u;
+#elif defined(T_Q8_0)
+const uint BLOCK_BYTES = 34u, UNITS_PER_BLOCK = 1u;
+#elif defined(T_Q4_K)
+const uint BLOCK_BYTES = 144u, UNITS_PER_BLOCK = 8u;
+#elif defined(T_Q5_K)
+const uint BLOCK_BYTES = 176u, UNITS_PER_BLOCK = 8u;
+#else
+#error "matvec_x8.glsl: define T_Q4_0, T_Q8_0, T_Q4_K or T_Q5_K"
+#endif
+
+// unitDot is unit u of the row at byte rowByte times x's unit (xa, xb: its 32 int8; s: d and Σq).
+float unitDot(uint rowByte, uint nb, uint u, uvec4 xa, uvec4 xb, vec2 s) {
+#if defined(T_Q4_0)
+#if defined(ROW_SPLIT)
+    uvec4 q = w4[(rowByte >> 4) + u];
+    uint sw = w[(rowByte + 16u * nb + 2u * u) >> 2];
+    float d = unpackHalf2x16((u & 1u) != 0u ? sw >> 16 : sw).x;
+#else
+    uint off = rowByte + 18u * u, a = off >> 2;
+    uint ws[5];
+    [[unroll]] for (uint i = 0u; i < 5u; i++) ws[i] = w[a + i];
+    bool al = (off & 2u) == 0u;
+    float d = unpackHalf2x16(al ? ws[0] : ws[0] >> 16).x;
+    uvec4 q;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) q[i] = al ? (ws[i] >> 16) | (ws[i + 1u] << 16) : ws[i + 1u];
+#endif
+    int isum = 0;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) isum += idot(q[i] & 0x0f0f0f0fu, xa[i]) + idot((q[i] >> 4) & 0x0f0f0f0fu, xb[i]);
+    return d * s.x * float(isum - 8 * int(s.y));
+#elif defined(T_Q8_0)
+#if defined(ROW_SPLIT)
+    uvec4 qa = w4[(rowByte >> 4) + 2u * u], qb = w4[(rowByte >> 4) + 2u * u + 1u];
+    uint sw = w[(rowByte + 32u * nb + 2u * u) >> 2];
+    float d = unpackHalf2x16((u & 1u) != 0u ? sw >> 16 : sw).x;
+#else
+    uint off = rowByte + 34u * u, a = off >> 2;
+    uint ws[9];
+    [[unroll]] for (uint i = 0u; i < 9u; i++) ws[i] = w[a + i];
+    bool al = (off & 2u) == 0u;
+    float d = unpackHalf2x16(al ? ws[0] : ws[0] >> 16).x;
+    uvec4 qa, qb;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        qa[i] = al ? (ws[i] >> 16) | (ws[i + 1u] << 16) : ws[i + 1u];
+        qb[i] = al ? (ws[i + 4u] >> 16) | (ws[i + 5u] << 16) : ws[i + 5u];
+    }
+#endif
+    int isum = 0;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) isum += idot(qa[i], xa[i]) + idot(qb[i], xb[i]);
+    return d * s.x * float(isum);
+#else // T_Q4_K, T_Q5_K: unit u is sub-block j = u % 8 of superblock u / 8
+    uint j = u & 7u, b4 = (rowByte >> 4) + (u >> 3) * (BLOCK_BYTES / 16u); // 16-byte words
+    uvec4 hd = w4[b4];
+    vec2 dm = unpackHalf2x16(hd.x);
+    // the 12 scale bytes: hd.y (bytes 0-3), hd.z (4-7), hd.w (8-11)
+    uint jj = j & 3u, sh8 = 8u * jj;
+    float sc, m;
+    if (j < 4u) {
+        sc = float((hd.y >> sh8) & 63u);
+        m = float((hd.z >> sh8) & 63u);
+    } else {
+        sc = float(((hd.w >> sh8) & 0xfu) | (((hd.y >> sh8) >> 6 & 3u) << 4));
+        m = float(((hd.w >> sh8) >> 4 & 0xfu) | (((hd.z >> sh8) >> 6 & 3u) << 4));
+    }
+#if defined(T_Q5_K)
+    uvec4 ha = w4[b4 + 1u], hb = w4[b4 + 2u]; // qh: bit j of byte l is element l's fifth bit
+    uint qs4 = b4 + 3u;
+#else
+    uint qs4 = b4 + 1u;
+#endif
+    uvec4 qa = w4[qs4 + 2u * (j >> 1)], qb = w4[qs4 + 2u * (j >> 1) + 1u];
+    uint shift = 4u * (j & 1u);
+    int isum = 0;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint la = (qa[i] >> shift) & 0x0f0f0f0fu, lb = (qb[i] >> shift) & 0x0f0f0f0fu;
+#if defined(T_Q5_K)
+        la |= ((ha[i] >> j) & 0x01010101u) << 4;
+        lb |= ((hb[i] >> j) & 0x01010101u) << 4;
+#endif
+        isum += idot(la, xa[i]) + idot(lb, xb[i]);
+    }
+    return s.x * (dm.x * sc * float(isum) - dm.y * m * s.y);
+#endif
+}
+
