@@ -37,6 +37,10 @@ const uint NR = NR_ROWS;
 shared float sgPart[16u * NR];
 
 void main() {
+#if defined(T_IQUANT)
+    iqGridsLoad();
+    barrier();
+#endif
     uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
     uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX;
     uint units = p.K / 32u, nb = units / UNITS_PER_BLOCK;

@@ -42,6 +42,10 @@ const uint NR = NR_ROWS;
 #include "exact.glsl" // expExact, divExact: swiglu.comp's SwiGLU
 
 void main() {
+#if defined(T_IQUANT)
+    iqGridsLoad();
+    barrier();
+#endif
     uint q = gl_WorkGroupID.z;
     uint e = ids[q];
     uint wgRow0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR * gl_NumSubgroups;

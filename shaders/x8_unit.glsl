@@ -7,7 +7,10 @@
 // (d, Σq). Integer sums are exact; the scaling is f32.
 int idot(uint a, uint b) { return dotPacked4x8EXT(int(a), int(b)); }
 
-#if defined(T_Q4_0)
+#if defined(T_IQ2_XXS)
+#define IQ_GRIDS_SHARED // the grid in shared memory: the kernel calls iqGridsLoad() and barrier() first
+#include "dequant.glsl" // its byte readers, block size and the IQ2_XXS grid (dequant_iq.glsl)
+#elif defined(T_Q4_0)
 const uint BLOCK_BYTES = 18u, UNITS_PER_BLOCK = 1u;
 #elif defined(T_Q8_0)
 const uint BLOCK_BYTES = 34u, UNITS_PER_BLOCK = 1u;
@@ -16,7 +19,7 @@ const uint BLOCK_BYTES = 144u, UNITS_PER_BLOCK = 8u;
 #elif defined(T_Q5_K)
 const uint BLOCK_BYTES = 176u, UNITS_PER_BLOCK = 8u;
 #else
-#error "matvec_x8.glsl: define T_Q4_0, T_Q8_0, T_Q4_K or T_Q5_K"
+#error "x8_unit.glsl: define T_Q4_0, T_Q8_0, T_Q4_K, T_Q5_K or T_IQ2_XXS"
 #endif
 
 // unitDot is unit u of the row at byte rowByte times x's unit (xa, xb: its 32 int8; s: d and Σq).
@@ -58,6 +61,30 @@ float unitDot(uint rowByte, uint nb, uint u, uvec4 xa, uvec4 xb, vec2 s) {
     int isum = 0;
     [[unroll]] for (uint i = 0u; i < 4u; i++) isum += idot(qa[i], xa[i]) + idot(qb[i], xb[i]);
     return d * s.x * float(isum);
+#elif defined(T_IQ2_XXS)
+    // unit u is group g = u % 8 of superblock u / 8: 4 grid indices (8 values each), then a
+    // word of four 7-bit sign fields and the 4-bit scale. Each grid entry's 2-bit codes c
+    // become the magnitudes 8 + 17c + c/2 (8, 25, 43) as bytes, negated bytewise where the
+    // sign bit is set ((m ^ mask) + 1: magnitudes are at least 8, so no byte borrows).
+    uint g = u & 7u, base = rowByte + (u >> 3) * BLOCK_BYTES, p = base + 2u + 8u * g;
+    uint idx = u32at(p), aux = u32at(p + 4u);
+    float db = f16at(base) * (float(2u * (aux >> 28) + 1u) * 0.125);
+    int isum = 0;
+    [[unroll]] for (uint l = 0u; l < 4u; l++) {
+        uint e = grid16(IQ2XXS_GRID, (idx >> (8u * l)) & 0xffu);
+        uint sg = signs7(aux >> (7u * l));
+        [[unroll]] for (uint hw = 0u; hw < 2u; hw++) { // the entry's elements 4hw..4hw+3
+            uint c8 = (e >> (8u * hw)) & 0xffu;
+            uint c = (c8 & 3u) | ((c8 & 0xcu) << 6) | ((c8 & 0x30u) << 12) | ((c8 & 0xc0u) << 18);
+            uint mag = 0x08080808u + 17u * c + ((c >> 1) & 0x01010101u);
+            uint sb = (sg >> (4u * hw)) & 0xfu;
+            uint neg = ((sb * 0x00204081u) & 0x01010101u) * 0xffu; // 0xff in each negated byte
+            uint v = (mag ^ neg) + (neg & 0x01010101u);
+            uint xw = l < 2u ? xa[2u * l + hw] : xb[2u * (l - 2u) + hw];
+            isum += idot(v, xw);
+        }
+    }
+    return db * s.x * float(isum);
 #else // T_Q4_K, T_Q5_K: unit u is sub-block j = u % 8 of superblock u / 8
     uint j = u & 7u, b4 = (rowByte >> 4) + (u >> 3) * (BLOCK_BYTES / 16u); // 16-byte words
     uvec4 hd = w4[b4];

@@ -117,7 +117,8 @@ func iqMixedModel(t *testing.T, seed int64) *model.Model {
 // more of them. Bound: |gpu − cpu| <= 0.08·max(1, max|cpu logit|) for every logit (measured
 // on lavapipe: exact tier 2e-7, 0.014 at the one decode step with a flip; fast tier 0.03),
 // and the same greedy token wherever the CPU's top-2 gap exceeds twice that bound. Decode
-// takes every type's matvec_fast kernel on the fast tier and none on the exact tier.
+// takes every type's fast decode product (matvec_x8 where the type has one, else matvec_fast)
+// on the fast tier and none on the exact tier.
 func TestResidentMixedIQuantModelFollowsCPUReference(t *testing.T) {
 	c := ctxOrSkip(t)
 	m := iqMixedModel(t, 5)
@@ -129,7 +130,11 @@ func TestResidentMixedIQuantModelFollowsCPUReference(t *testing.T) {
 			var fastKernels []string
 			for _, typ := range iqModelTypes {
 				suf, _ := weightSuffix(typ)
-				fastKernels = append(fastKernels, "matvec_fast_"+suf)
+				name := "matvec_fast_" + suf
+				if kn, ok := x8Kernels[typ]; ok && c.x8 && c.Info.Features[FeatureInt8Dot] {
+					name = kn.name // the int8 decode product (x8.go)
+				}
+				fastKernels = append(fastKernels, name)
 			}
 			for _, k := range fastKernels { // forget the pipelines earlier tests made
 				if kern, ok := c.kernels[k]; ok {
