@@ -10,6 +10,8 @@ int idot(uint a, uint b) { return dotPacked4x8EXT(int(a), int(b)); }
 #if defined(T_IQ2_XXS)
 #define IQ_GRIDS_SHARED // the grid in shared memory: the kernel calls iqGridsLoad() and barrier() first
 #include "dequant.glsl" // its byte readers, block size and the IQ2_XXS grid (dequant_iq.glsl)
+#elif defined(T_Q6_K)
+#include "dequant.glsl" // its byte readers (210-byte blocks start 2-byte aligned) and block size
 #elif defined(T_Q4_0)
 const uint BLOCK_BYTES = 18u, UNITS_PER_BLOCK = 1u;
 #elif defined(T_Q8_0)
@@ -19,7 +21,7 @@ const uint BLOCK_BYTES = 144u, UNITS_PER_BLOCK = 8u;
 #elif defined(T_Q5_K)
 const uint BLOCK_BYTES = 176u, UNITS_PER_BLOCK = 8u;
 #else
-#error "x8_unit.glsl: define T_Q4_0, T_Q8_0, T_Q4_K, T_Q5_K or T_IQ2_XXS"
+#error "x8_unit.glsl: define T_Q4_0, T_Q8_0, T_Q4_K, T_Q5_K, T_Q6_K or T_IQ2_XXS"
 #endif
 
 // unitDot is unit u of the row at byte rowByte times x's unit (xa, xb: its 32 int8; s: d and Σq).
@@ -61,6 +63,22 @@ float unitDot(uint rowByte, uint nb, uint u, uvec4 xa, uvec4 xb, vec2 s) {
     int isum = 0;
     [[unroll]] for (uint i = 0u; i < 4u; i++) isum += idot(qa[i], xa[i]) + idot(qb[i], xb[i]);
     return d * s.x * float(isum);
+#elif defined(T_Q6_K)
+    // unit u is 32-element quarter k = u % 4 of half h = (u / 4) % 2 of superblock u / 8: the
+    // low nibbles (ql) and 2 high bits (qh) of its elements, minus 32, in two 16-element halves
+    // each with its int8 scale. q - 32 is formed bytewise: ((q | 0x80) - 32) ^ 0x80 never
+    // borrows across bytes.
+    uint j = u & 7u, h = j >> 2, k = j & 3u, base = rowByte + (u >> 3) * BLOCK_BYTES;
+    uint ql = base + 64u * h + (k & 1u) * 32u, qh = base + 128u + 32u * h;
+    uint shl = (k >> 1) * 4u, shh = 2u * k;
+    int isum0 = 0, isum1 = 0;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint q = ((load4(ql + 4u * i) >> shl) & 0x0f0f0f0fu) | (((load4(qh + 4u * i) >> shh) & 0x03030303u) << 4);
+        q = ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
+        if (i < 4u) isum0 += idot(q, xa[i]); else isum1 += idot(q, xb[i - 4u]);
+    }
+    uint sc = base + 192u + 8u * h + 2u * k;
+    return f16at(base + 208u) * s.x * (float(s8(sc)) * float(isum0) + float(s8(sc + 1u)) * float(isum1));
 #elif defined(T_IQ2_XXS)
     // unit u is group g = u % 8 of superblock u / 8: 4 grid indices (8 values each), then a
     // word of four 7-bit sign fields and the 4-bit scale. Each grid entry's 2-bit codes c

@@ -23,6 +23,7 @@ var x8Kernels = map[quant.Type]struct {
 	quant.Q8_0:    {"matvec_x8_q8_0", 4},
 	quant.Q4_K:    {"matvec_x8_q4_k", 2},
 	quant.Q5_K:    {"matvec_x8_q5_k", 2},
+	quant.Q6_K:    {"matvec_x8_q6_k", 2},
 	quant.IQ2_XXS: {"matvec_x8_iq2_xxs", 4},
 }
 
@@ -197,7 +198,7 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 }
 
 // moeX8Kernels are the expert weight types with a moe_matvec_x8 kernel (its suffix).
-var moeX8Kernels = map[quant.Type]string{quant.Q4_0: "q4_0", quant.Q8_0: "q8_0", quant.Q4_K: "q4_k", quant.Q5_K: "q5_k", quant.IQ2_XXS: "iq2_xxs"}
+var moeX8Kernels = map[quant.Type]string{quant.Q4_0: "q4_0", quant.Q8_0: "q8_0", quant.Q4_K: "q4_k", quant.Q5_K: "q5_k", quant.Q6_K: "q6_k", quant.IQ2_XXS: "iq2_xxs"}
 
 // moeX8Rows is moe_matvec_x8's NR: the rows of one pair a subgroup takes.
 const moeX8Rows = 2

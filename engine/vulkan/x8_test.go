@@ -62,6 +62,7 @@ func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 		{"matvec_x8_q4_k", quant.Q4_K, 2, false},
 		{"matvec_x8_q4_k4", quant.Q4_K, 4, false},
 		{"matvec_x8_q5_k", quant.Q5_K, 2, false},
+		{"matvec_x8_q6_k", quant.Q6_K, 2, false},
 		{"matvec_x8_iq2_xxs", quant.IQ2_XXS, 4, false},
 	} {
 		for _, sh := range []struct{ k, n int }{{256, 37}, {512, 1030}, {1024, 5000}} {
@@ -122,6 +123,7 @@ var x8BenchKernels = map[quant.Type][]struct {
 	quant.Q8_0:    {{"matvec_x8_q8_0", 4}, {"matvec_x8_q8_0r", 4}},
 	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}},
 	quant.Q5_K:    {{"matvec_x8_q5_k", 2}},
+	quant.Q6_K:    {{"matvec_x8_q6_k", 2}},
 	quant.IQ2_XXS: {{"matvec_x8_iq2_xxs", 4}},
 }
 
@@ -141,7 +143,7 @@ func BenchmarkMatVecX8(b *testing.B) {
 	xq8 := benchBuffer(b, c, make([]byte, x8QuantBytes(14336)))
 	xs8 := benchBuffer(b, c, make([]byte, x8ScaleBytes(14336)))
 	yb := benchBuffer(b, c, make([]byte, 4*14336))
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.IQ2_XXS} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ2_XXS} {
 		for _, sh := range []struct {
 			name string
 			n, k int
@@ -313,7 +315,7 @@ func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 	const n, ne, used, m = 7, 5, 2, 3
 	ids := []uint32{4, 1, 1, 3, 0, 4}
 	pairs := m * used
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.IQ2_XXS} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ2_XXS} {
 		k := 64
 		if typ.BlockSize() > 32 {
 			k = 512
