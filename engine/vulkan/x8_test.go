@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/quant"
@@ -386,6 +387,27 @@ func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// The roster's numeric-tier line says which decode products serve: the int8 ones on a fast-tier
+// device with int8 dot products, the f32 ones with VKLLM_GPU_X8=0 (and the tier selection
+// turns the int8 products off with it).
+func TestNumericTierLineNamesTheDecodeProducts(t *testing.T) {
+	c := ctxOrSkip(t)
+	if c.exact || !c.Info.Features[FeatureInt8Dot] || c.Info.SubgroupSize < 8 {
+		t.Skipf("%s: exact tier or no int8 dot products, so no int8 decode products to name", c.Info.Name)
+	}
+	t.Cleanup(c.selectNumericTier) // the environment's choice back, after Setenv's own cleanups (LIFO)
+	for _, tc := range []struct {
+		env, want string
+		x8        bool
+	}{{"1", "int8 decode products", true}, {"0", "f32 decode products", false}} {
+		t.Setenv("VKLLM_GPU_X8", tc.env)
+		c.selectNumericTier()
+		if c.x8 != tc.x8 || !strings.Contains(c.numericSelects(), tc.want) {
+			t.Errorf("VKLLM_GPU_X8=%s: x8 %v, roster %q (want %v and %q)", tc.env, c.x8, c.numericSelects(), tc.x8, tc.want)
 		}
 	}
 }
