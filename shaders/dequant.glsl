@@ -1,6 +1,6 @@
 // dequant.glsl: reads GGUF/GGML quantized blocks from a uint-word storage buffer `w` and
 // expands one 32-element unit of a block into floats. The including shader defines exactly
-// one of T_F32 T_F16 T_Q4_0 T_Q4_1 T_Q5_0 T_Q5_1 T_Q8_0 T_Q2_K T_Q3_K T_Q4_K T_Q5_K T_Q6_K, the i-quants
+// one of T_F32 T_F16 T_BF16 T_Q4_0 T_Q4_1 T_Q5_0 T_Q5_1 T_Q8_0 T_Q2_K T_Q3_K T_Q4_K T_Q5_K T_Q6_K, the i-quants
 // T_IQ4_NL T_IQ4_XS T_IQ2_XXS T_IQ2_XS T_IQ2_S T_IQ3_XXS T_IQ3_S T_IQ1_S T_IQ1_M, or T_MXFP4,
 // and declares `w` (uint words). Offsets are in bytes; every block of these types starts
 // 2-byte aligned except MXFP4's 17-byte blocks, which dq32 reads byte by byte.
@@ -20,6 +20,8 @@ int s8(uint off) { return int(b8(off) << 24) >> 24; }
 const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 128u;
 #elif defined(T_F16)
 const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 64u;
+#elif defined(T_BF16)
+const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 64u; // 32 bfloat16 values a unit
 #elif defined(T_Q4_0)
 const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 18u;
 #elif defined(T_Q4_1)
@@ -104,6 +106,11 @@ void dq32(uint base, uint u, out float v[32]) {
     [[unroll]] for (uint i = 0u; i < 16u; i++) {
         vec2 h = unpackHalf2x16(w[(base >> 2) + i]);
         v[2u * i] = h.x; v[2u * i + 1u] = h.y;
+    }
+#elif defined(T_BF16)
+    [[unroll]] for (uint i = 0u; i < 16u; i++) { // a bfloat16 is the top half of an f32
+        uint h = w[(base >> 2) + i];
+        v[2u * i] = uintBitsToFloat(h << 16); v[2u * i + 1u] = uintBitsToFloat(h & 0xffff0000u);
     }
 #elif defined(T_Q4_0)
     float d = f16at(base);

@@ -79,8 +79,8 @@ float unitDot(uint rowByte, uint u, vec4 xv[8], float sx) {
     return d * s;
 #endif
 }
-#elif defined(T_F32) || defined(T_F16)
-// f32 and f16 weights (a MoE router, a shared expert's gate): units are 32 elements, x as it
+#elif defined(T_F32) || defined(T_F16) || defined(T_BF16)
+// f32, f16 and bf16 weights (a MoE router, a shared expert's gate): units are 32 elements, x as it
 // comes (llama.cpp rounds nothing for f32 weights; the fast tier leaves f16 weights' x unrounded
 // too, actModeFor).
 #define UNIT_ELEMS 32u
@@ -89,9 +89,15 @@ float unitDot(uint rowByte, uint u, vec4 xv[8], float sx) {
 #if defined(T_F32)
     uint a = (rowByte + 128u * u) >> 2;
     [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(uintBitsToFloat(w[a + 4u * i]), uintBitsToFloat(w[a + 4u * i + 1u]), uintBitsToFloat(w[a + 4u * i + 2u]), uintBitsToFloat(w[a + 4u * i + 3u])), xv[i]);
-#else
+#elif defined(T_F16)
     uint a = (rowByte + 64u * u) >> 2;
     [[unroll]] for (uint i = 0u; i < 8u; i++) s += dot(vec4(unpackHalf2x16(w[a + 2u * i]), unpackHalf2x16(w[a + 2u * i + 1u])), xv[i]);
+#else
+    uint a = (rowByte + 64u * u) >> 2;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint h0 = w[a + 2u * i], h1 = w[a + 2u * i + 1u];
+        s += dot(vec4(uintBitsToFloat(h0 << 16), uintBitsToFloat(h0 & 0xffff0000u), uintBitsToFloat(h1 << 16), uintBitsToFloat(h1 & 0xffff0000u)), xv[i]);
+    }
 #endif
     return s;
 }

@@ -2,6 +2,7 @@
 // quantact: rounds activations the way llama.cpp's CPU dot products see them, so logits agree
 // with it for quantized weights. Y (same layout as X) gets, per token row of K elements:
 //   mode 1 (F16 weights): each value rounded to f16 (ties to even);
+//   mode 4 (BF16 weights): each value rounded to bfloat16 (ties to even; a NaN stays a NaN);
 //   mode 2 (Q4_0/Q5_0/Q8_0 → Q8_0, Q4_1/Q5_1 → Q8_1): per 32-block d = f16(amax/127),
 //          q = roundEven(x·127/amax), y = q·d;
 //   mode 3 (K-quants → Q8_K): per 256-block with max the signed element of largest
@@ -29,6 +30,12 @@ void main() {
     float v = live ? x[i] : 0.0;
     if (p.mode == 1u) {
         if (live) y[i] = roundHalf(v);
+        return;
+    }
+    if (p.mode == 4u) {
+        uint b = floatBitsToUint(v);
+        if (!isnan(v)) b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+        if (live) y[i] = uintBitsToFloat(b);
         return;
     }
     uint B = p.mode == 2u ? 32u : 256u;

@@ -233,8 +233,11 @@ func (c *Context) gemmSelects() string {
 // an f32 model asks for f32 numerics, and fp16 tiles would round its weights. Q4_0 and Q8_0
 // stay there too (see llamaOrderTypes).
 func (c *Context) usesCoopmat(t quant.Type, k, m int) bool {
-	return c.gemm == gemmCoopmat && m > 1 && k%32 == 0 && t != quant.F32 && !(c.exact && llamaOrderTypes[t])
+	return c.gemm == gemmCoopmat && m > 1 && k%32 == 0 && t != quant.F32 && t != quant.BF16 && !(c.exact && llamaOrderTypes[t])
 }
+
+// BF16 weights take the shared-memory GEMM: their cooperative-matrix kernel has not yet run on
+// a device with cooperative matrices (lavapipe has none), so it is not built.
 
 // llamaOrderTypes are the weight types whose products every tier computes in llama.cpp's CPU
 // order, bit for bit. For them the fp16 tiles of the cooperative-matrix tier are not close

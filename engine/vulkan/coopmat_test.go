@@ -93,8 +93,8 @@ func TestCoopmatGEMMMatchesReferenceForEveryWeightType(t *testing.T) {
 	c := ctxOrSkip(t)
 	coopmatOrSkip(t, c)
 	for _, typ := range weightTypes {
-		if typ == quant.F32 || (c.exact && llamaOrderTypes[typ]) {
-			continue // not on this tier
+		if typ == quant.F32 || typ == quant.BF16 || (c.exact && llamaOrderTypes[typ]) {
+			continue // not on this tier (BF16: not built yet, coopmat.go says why)
 		}
 		// 100 rows: a partial 128-row tile whose last 16-row fragment is partial too; 300 rows
 		// and 200 tokens: whole and partial tiles in both directions.

@@ -62,7 +62,7 @@ func (c *Context) SetExact(exact bool) {
 // fastMatvecTypes are the weight types with a matvec_fast kernel (f32 and f16 for a MoE router
 // and a shared expert's gate, which took the generic one-thread-a-row matvec before: the
 // router stage of the seed's model cost 2384 µs a token on the H200, 60 a layer).
-var fastMatvecTypes = map[quant.Type]bool{quant.F32: true, quant.F16: true, quant.Q4_0: true, quant.Q8_0: true, quant.Q2_K: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
+var fastMatvecTypes = map[quant.Type]bool{quant.F32: true, quant.F16: true, quant.BF16: true, quant.Q4_0: true, quant.Q8_0: true, quant.Q2_K: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
 
 // usesFastMatvec reports whether a product of m tokens with weights of type t and k-element
 // rows takes matvec_fast.

@@ -215,8 +215,8 @@ func topTwo(v []float32) (int, int) {
 }
 
 // Every weight type the kernels read is in the list a refusal quotes, each kernel family has
-// a shader for it, and a type without kernels (BF16) is refused before any upload with the
-// tensor, its type and the supported list.
+// a shader for it, and a type without kernels (Q8_K, an activation type a GGUF can still hold)
+// is refused before any upload with the tensor, its type and the supported list.
 func TestCheckModelNamesTheTensorTypeAndTheSupportedTypes(t *testing.T) {
 	for _, typ := range iquantTypes {
 		suf, ok := weightSuffix(typ)
@@ -232,14 +232,14 @@ func TestCheckModelNamesTheTensorTypeAndTheSupportedTypes(t *testing.T) {
 			}
 		}
 	}
-	if SupportsWeight(quant.BF16) {
-		t.Fatal("BF16 has kernels now: pick another unsupported type for the refusal")
+	if SupportsWeight(quant.Q8_K) {
+		t.Fatal("Q8_K has kernels now: pick another unsupported type for the refusal")
 	}
-	data, err := modeltest.Bytes(modeltest.Small("llama", quant.BF16, 3))
+	data, err := modeltest.Bytes(modeltest.Small("llama", quant.Q8_K, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.OpenBytes("bf16.gguf", data)
+	f, err := gguf.OpenBytes("q8_k.gguf", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,9 +250,9 @@ func TestCheckModelNamesTheTensorTypeAndTheSupportedTypes(t *testing.T) {
 	}
 	err = CheckModel(m)
 	if !errors.Is(err, ErrUnsupported) {
-		t.Fatalf("CheckModel of a BF16 model: %v, want ErrUnsupported", err)
+		t.Fatalf("CheckModel of a Q8_K model: %v, want ErrUnsupported", err)
 	}
-	for _, want := range []string{`"token_embd.weight"`, "BF16", "Q2_K", "IQ2_XXS", "MXFP4"} {
+	for _, want := range []string{`"token_embd.weight"`, "Q8_K", "BF16", "Q2_K", "IQ2_XXS", "MXFP4"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not name %s", err, want)
 		}

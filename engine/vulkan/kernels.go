@@ -19,6 +19,8 @@ func weightSuffix(t quant.Type) (string, bool) {
 		return "f32", true
 	case quant.F16:
 		return "f16", true
+	case quant.BF16:
+		return "bf16", true
 	case quant.Q4_0:
 		return "q4_0", true
 	case quant.Q4_1:
@@ -47,7 +49,7 @@ func weightSuffix(t quant.Type) (string, bool) {
 }
 
 // supportedWeightOrder lists the weight types the kernels read, for messages.
-var supportedWeightOrder = []quant.Type{quant.F32, quant.F16, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0,
+var supportedWeightOrder = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0,
 	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL, quant.IQ4_XS, quant.MXFP4, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S,
 	quant.IQ3_XXS, quant.IQ3_S, quant.IQ1_S, quant.IQ1_M}
 
@@ -66,10 +68,14 @@ func SupportsWeight(t quant.Type) bool {
 	return ok
 }
 
-// blockElems is the granularity of a row of t in the shaders (F32/F16 rows: any length).
+// blockElems is the granularity of a row of t in the shaders (F32/F16 rows: any length; BF16
+// rows whole 32-element units, as dq32 expands them).
 func blockElems(t quant.Type) int {
 	if t == quant.F32 || t == quant.F16 {
 		return 1
+	}
+	if t == quant.BF16 {
+		return 32
 	}
 	return t.BlockSize()
 }
@@ -366,14 +372,18 @@ const (
 	actF16  = 1 // F16 weights: activations rounded to f16
 	actQ8   = 2 // Q4_0/Q5_0/Q8_0 (Q8_0) and Q4_1/Q5_1 (Q8_1): 32-blocks of int8
 	actQ8K  = 3 // K-quants (Q8_K): 256-blocks of int8
+	actBF16 = 4 // BF16 weights: activations rounded to bfloat16, as llama.cpp's CPU dot product sees them
 )
 
 // actMode is how activations are rounded before a product with weights of type t: the same
 // rounding llama.cpp's CPU path applies (quant.ActivationType), so greedy output and logits
 // agree with it.
 func actMode(t quant.Type) int {
-	if t == quant.F16 {
+	switch t {
+	case quant.F16:
 		return actF16
+	case quant.BF16:
+		return actBF16
 	}
 	switch quant.ActivationType(t) {
 	case quant.Q8_0, quant.Q8_1:
@@ -392,7 +402,7 @@ func (s *Seq) QuantizeActivations(t quant.Type, x, y Binding, k, m, stride int) 
 	if mode == actNone {
 		return false
 	}
-	block := map[int]int{actF16: 1, actQ8: 32, actQ8K: 256}[mode]
+	block := map[int]int{actF16: 1, actBF16: 1, actQ8: 32, actQ8K: 256}[mode]
 	if k%block != 0 {
 		s.fail(fmt.Errorf("activation rounding for %v: row of %d not a multiple of %d", t, k, block))
 		return true

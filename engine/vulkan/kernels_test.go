@@ -87,7 +87,7 @@ func readF32(t *testing.T, b *Buffer, n int) []float32 {
 	return v
 }
 
-var weightTypes = []quant.Type{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
+var weightTypes = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
 
 func TestMatMulMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	c := ctxOrSkip(t)

@@ -1,0 +1,3 @@
+#version 450
+#define T_BF16
+#include "embed.glsl"
