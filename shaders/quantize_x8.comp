@@ -8,6 +8,10 @@
 //   F_NORM:   RMSNorm(x)·g, x·g·(1/sqrt(mean(x²)+eps)) as rmsnorm_fast computes it (the grid
 //             is then one workgroup a row: the norm needs all of the row);
 //   F_SWIGLU: silu(x)·u, rounded as swiglu.comp rounds it.
+// and how (flags & F_Q8K): 32-blocks by default; with F_Q8K, 256-blocks as llama.cpp's Q8_K
+// rounds for the K-quants and i-quants (K a multiple of 256): max the signed element of largest
+// magnitude (the first on ties), iscale = -127/max, q = min(127, roundEven(iscale·x)), d =
+// 1/iscale in f32, every 32-block of the 256 carrying that d and its own Σq.
 // Layout (lane-interleaved so a subgroup's lanes, one block each, load neighbouring 16-byte
 // words): the two 16-byte halves h of block u sit at xq4[((u/32)·2 + h)·32 + u%32]; xs[u] =
 // (d, Σq); row t's output starts x8QuantBytes(K) bytes and K/32 blocks after row t-1's (x8.go).
@@ -23,11 +27,13 @@ layout(std430, binding = 2) writeonly buffer Sb { vec2 xs[]; };
 layout(std430, binding = 3) readonly buffer Ub { vec4 u4[]; }; // F_SWIGLU: the up projection
 layout(std430, binding = 4) readonly buffer Gb { vec4 g4[]; }; // F_NORM: the norm's weight
 layout(push_constant) uniform P { uint K; uint flags; float eps; } p; // rows: the grid's y
-const uint F_NORM = 1u, F_SWIGLU = 2u;
+const uint F_NORM = 1u, F_SWIGLU = 2u, F_Q8K = 4u;
 
 #include "exact.glsl" // roundHalf, expExact, divExact
 
 shared float part[256];
+shared float sval[256]; // F_Q8K: each thread's signed value of largest magnitude
+shared float grpMax[32], grpVal[32]; // F_Q8K: each 8-thread group's
 shared float ssPart[32];
 
 float swiglu(float a, float b) {
@@ -74,13 +80,38 @@ void main() {
             }
         }
         vec4 a = abs(v);
-        part[tid] = max(max(a.x, a.y), max(a.z, a.w));
+        float tm = a.x, tv = v.x; // the first of the largest magnitudes, in element order
+        if (a.y > tm) { tm = a.y; tv = v.y; }
+        if (a.z > tm) { tm = a.z; tv = v.z; }
+        if (a.w > tm) { tm = a.w; tv = v.w; }
+        part[tid] = tm;
+        sval[tid] = tv;
         barrier();
         uint b0 = tid & ~7u;
-        float amax = 0.0;
-        [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, part[b0 + j]);
-        float inv = amax > 0.0 ? 127.0 / amax : 0.0;
-        ivec4 q = ivec4(roundEven(v * inv));
+        float amax = 0.0, d;
+        ivec4 q;
+        if ((p.flags & F_Q8K) != 0u) { // uniform
+            // the first largest magnitude of each 8-thread group, then of the 256-block's 8 groups
+            float gm = part[b0], gv = sval[b0];
+            for (uint j = 1u; j < 8u; j++) {
+                if (part[b0 + j] > gm) { gm = part[b0 + j]; gv = sval[b0 + j]; }
+            }
+            if ((tid & 7u) == 0u) { grpMax[tid >> 3] = gm; grpVal[tid >> 3] = gv; }
+            barrier();
+            uint g0 = (tid & ~63u) >> 3; // this 256-block's first group
+            float bm = grpMax[g0], bv = grpVal[g0];
+            for (uint j = 1u; j < 8u; j++) {
+                if (grpMax[g0 + j] > bm) { bm = grpMax[g0 + j]; bv = grpVal[g0 + j]; }
+            }
+            float iscale = bm != 0.0 ? divExact(-127.0, bv) : 0.0;
+            q = min(ivec4(roundEven(iscale * v)), ivec4(127));
+            d = bm != 0.0 ? divExact(1.0, iscale) : 0.0;
+        } else {
+            [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, part[b0 + j]);
+            float inv = amax > 0.0 ? 127.0 / amax : 0.0;
+            q = ivec4(roundEven(v * inv));
+            d = roundHalf(amax / 127.0);
+        }
         barrier(); // everyone has read the maxima
         part[tid] = float((q.x + q.y) + (q.z + q.w));
         barrier();
@@ -91,7 +122,7 @@ void main() {
             if (j == 0u) {
                 float sum = 0.0;
                 [[unroll]] for (uint jj = 0u; jj < 8u; jj++) sum += part[b0 + jj];
-                xs[s0 + u] = vec2(roundHalf(amax / 127.0), sum);
+                xs[s0 + u] = vec2(d, sum);
             }
         }
         barrier(); // part is reused by the next pass

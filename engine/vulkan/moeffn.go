@@ -367,7 +367,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	xnQ, xnS, hidQ, hidS, _ := r.moeX8Layout(dim, ff, p.Used)
 	if x8GateUp {
 		early = false
-		s.QuantizeX8(xn, xnQ, xnS, dim, 1, X8Input{})
+		s.QuantizeX8(xn, xnQ, xnS, dim, 1, X8Input{Q8K: x8Q8K(w.gate.typ)})
 	}
 	expertIn := xn
 	if early {
@@ -410,7 +410,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		stamp("swiglu")
 	}
 	if x8Down {
-		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{})
+		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
 		s.Barrier()
 		for _, sl := range w.down.slices {
 			s.MoEMatVecX8(w.down.typ, sl.binding(), hidQ, hidS, ms.out.All(), ms.ids.All(), 0, ff, dim, sl.e0, sl.ne, p.Used, pairs, true, dim)

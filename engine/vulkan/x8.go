@@ -67,7 +67,14 @@ type X8Input struct {
 	Norm *Binding
 	Eps  float32
 	Up   *Binding
+	Q8K  bool // 256-blocks rounded as llama.cpp's Q8_K (x8Q8K), not 32-blocks
 }
+
+// x8Q8K reports whether matvec_x8 products with weights of type t take activations rounded in
+// Q8_K's 256-blocks, as llama.cpp's CPU products of the K-quants and i-quants see them (the
+// 32-block rounding moved a hybrid IQ2_XXS model's logits 0.45 from llama.cpp's, against 0.3
+// with Q8_K's); Q4_0 and Q8_0 take Q8_0's 32-blocks.
+func x8Q8K(t quant.Type) bool { return actMode(t) == actQ8K }
 
 // QuantizeX8 records quantize_x8 of m rows of k activations x (as in names; rows k apart, the
 // up rows too) into xq (m·x8QuantBytes(k)) and xs (m·x8ScaleBytes(k)); k is a multiple of 32.
@@ -88,12 +95,19 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 	if kern == nil {
 		return
 	}
+	if in.Q8K && k%256 != 0 {
+		s.fail(fmt.Errorf("quantize_x8: %d activations are not whole Q8_K 256-blocks", k))
+		return
+	}
 	flags, up, g, groups := uint32(0), x, x, uint32((k/4+255)/256)
 	if in.Norm != nil {
 		flags, g, groups = 1, *in.Norm, 1
 	}
 	if in.Up != nil {
 		flags, up = 2, *in.Up
+	}
+	if in.Q8K {
+		flags |= 4
 	}
 	s.Dispatch(kern, Push(uint32(k), flags, in.Eps), groups, uint32(m), 1, x, xq, xs, up, g)
 }
@@ -159,7 +173,7 @@ func (r *Resident) takesX8(k, m int, ps []projection) bool {
 		return false
 	}
 	for _, p := range ps {
-		if !r.c.usesX8(p.w.typ, k, m) {
+		if !r.c.usesX8(p.w.typ, k, m) || x8Q8K(p.w.typ) != x8Q8K(ps[0].w.typ) {
 			return false
 		}
 	}
@@ -175,14 +189,20 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 	if qb+sb > r.xq.Size {
 		return done // a tiny model's scratch: the other products serve
 	}
-	any := false
+	first := -1 // the first x8 product's rounding serves every product that shares it
 	for i, p := range ps {
-		done[i] = r.c.usesX8(p.w.typ, k, m)
-		any = any || done[i]
+		if !r.c.usesX8(p.w.typ, k, m) {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		done[i] = x8Q8K(p.w.typ) == x8Q8K(ps[first].w.typ)
 	}
-	if !any {
+	if first < 0 {
 		return done
 	}
+	in.Q8K = x8Q8K(ps[first].w.typ)
 	xq, xs := r.xq.Range(0, qb), r.xq.Range(qb, sb)
 	s.QuantizeX8(x, xq, xs, k, 1, in)
 	s.Barrier()

@@ -411,3 +411,57 @@ func TestNumericTierLineNamesTheDecodeProducts(t *testing.T) {
 		}
 	}
 }
+
+// With Q8K, quantize_x8 rounds as llama.cpp's Q8_K does, bit for bit: every 256-block's d (f32)
+// and int8 values equal engine/quant's QuantizeActivation for a K-quant weight (which
+// implements llama.cpp's quantize_row_q8_K), and each 32-block carries that d with its own
+// Σq. Rows of one and several passes, random values with repeated magnitudes of both signs (the
+// first of equal magnitudes sets the sign), and an all-zero block.
+func TestQuantizeX8Q8KEqualsTheCPUsQ8K(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no subgroup arithmetic, so no quantize_x8", c.Info.Name)
+	}
+	rng := rand.New(rand.NewSource(11))
+	for _, k := range []int{256, 1024, 4352} {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			const rows = 2
+			x := randVec(rng, rows*k, 2)
+			x[5], x[77] = -6.5, 6.5 // equal magnitudes: the first (negative) sets iscale's sign
+			for i := 256; i < 512 && i < len(x); i++ {
+				x[i] = 0
+			}
+			xb := upload(t, c, x)
+			xq, xs := uploadBytes(t, c, make([]byte, rows*x8QuantBytes(k))), upload(t, c, make([]float32, rows*2*(k/32)))
+			run(t, c, func(s *Seq) { s.QuantizeX8(xb.All(), xq.All(), xs.All(), k, rows, X8Input{Q8K: true}) })
+			all, err := xq.Read(0, uint64(rows*x8QuantBytes(k)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := readF32(t, xs, rows*2*(k/32))
+			for r := 0; r < rows; r++ {
+				want := quant.QuantizeActivation(quant.Q4_K, x[r*k:(r+1)*k], nil) // Q8_K blocks: d f32, 256 int8, 16 int16
+				qb, srow := all[r*x8QuantBytes(k):], sc[r*2*(k/32):]
+				for b := 0; b < k/32; b++ {
+					sb := want[(b/8)*292:]
+					d := math.Float32frombits(uint32(sb[0]) | uint32(sb[1])<<8 | uint32(sb[2])<<16 | uint32(sb[3])<<24)
+					if srow[2*b] != d {
+						t.Fatalf("row %d block %d: d %g, the CPU's Q8_K d %g", r, b, srow[2*b], d)
+					}
+					sum := 0
+					for i := 0; i < 32; i++ {
+						word := ((b/32)*2+i/16)*32 + b%32
+						got := int8(qb[16*word+4*((i%16)/4)+i%4])
+						if wantQ := int8(sb[4+32*(b%8)+i]); got != wantQ {
+							t.Fatalf("row %d block %d element %d: q %d, the CPU's %d", r, b, i, got, wantQ)
+						}
+						sum += int(got)
+					}
+					if float64(sum) != float64(srow[2*b+1]) {
+						t.Fatalf("row %d block %d: stored sum %g, Σq %d", r, b, srow[2*b+1], sum)
+					}
+				}
+			}
+		})
+	}
+}
