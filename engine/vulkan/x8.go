@@ -6,12 +6,13 @@ import (
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
-// The int8 decode products (matvec_x8.glsl): a token's activations are rounded once per layer
-// input by quantize_x8 to int8 blocks of 32 (d, q and Σq a block, lane-interleaved so a
-// subgroup's lanes load neighbouring 16-byte words), and every product that reads them runs on
-// int8 dot products. Q4_0 and Q8_0 weights may be stored row-split (splitRows): each row's
-// quants, 16-byte aligned, then its f16 scales, the same bytes as GGUF's blocks in another
-// order, so a lane loads its block in whole 16-byte words.
+// The int8 decode products (matvec_x8.glsl, moe_matvec_x8.glsl): a token's activations are
+// rounded once per layer input by quantize_x8 to int8 blocks of 32 (d, q and Σq a block; d
+// shared by the 256-block for the K-quants and i-quants, as llama.cpp's Q8_K rounds; the
+// blocks lane-interleaved so a subgroup's lanes load neighbouring 16-byte words), and every
+// product that reads them runs on int8 dot products. The row-split Q4_0/Q8_0 kernels
+// (splitRows: each row's quants, 16-byte aligned, then its f16 scales) are benchmark
+// candidates only: the resident driver keeps GGUF's layout, which the GEMMs read too.
 
 // x8Kernels are the weight types with a matvec_x8 kernel: its name and its rows per subgroup
 // pass (NR).
@@ -71,9 +72,9 @@ type X8Input struct {
 }
 
 // x8Q8K reports whether matvec_x8 products with weights of type t take activations rounded in
-// Q8_K's 256-blocks, as llama.cpp's CPU products of the K-quants and i-quants see them (the
-// 32-block rounding moved a hybrid IQ2_XXS model's logits 0.45 from llama.cpp's, against 0.3
-// with Q8_K's); Q4_0 and Q8_0 take Q8_0's 32-blocks.
+// Q8_K's 256-blocks, as llama.cpp's CPU products of the K-quants and i-quants see them (with
+// 32-blocks a hybrid IQ2_XXS model's logits moved up to 0.45 from llama.cpp's, past its
+// goldens' 0.3); Q4_0 and Q8_0 take Q8_0's 32-blocks.
 func x8Q8K(t quant.Type) bool { return actMode(t) == actQ8K }
 
 // QuantizeX8 records quantize_x8 of m rows of k activations x (as in names; rows k apart, the
