@@ -184,8 +184,8 @@ const uint XV = UNIT_ELEMS / 4u;
 
 // A grid of few rows (a 4096-row product has 512 workgroups of 8 K-quant rows: too few to keep
 // an H200's memory busy) shares each workgroup's rows among its subgroups instead: they split K,
-// and shared memory adds their sums.
-shared float sgPart[16u * NR]; // per subgroup (16 at most: 128 threads, subgroups of 8 or more)
+// and shared memory adds their sums (matvec_rows.glsl).
+#include "matvec_rows.glsl"
 
 void main() {
 #if defined(T_IQUANT)
@@ -232,25 +232,6 @@ void main() {
             }
           }
         }
-        if (share) { // uniform across the workgroup
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                float sum = subgroupAdd(acc[i]);
-                if (subgroupElect()) sgPart[gl_SubgroupID * NR + i] = sum;
-            }
-            barrier();
-            if (gl_LocalInvocationID.x < NR) {
-                uint i = gl_LocalInvocationID.x, r = row0 + i;
-                float sum = 0.0;
-                for (uint g = 0u; g < gl_NumSubgroups; g++) sum += sgPart[g * NR + i];
-                if (r < p.N) y[r] = p.accumulate != 0u ? y[r] + sum : sum;
-            }
-            barrier();
-            continue;
-        }
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            float sum = subgroupAdd(acc[i]);
-            uint r = row0 + i;
-            if (subgroupElect() && r < p.N && r0 + i < p.rowsPerWG) y[r] = p.accumulate != 0u ? y[r] + sum : sum;
-        }
+        finishRows(acc, row0, r0, share);
     }
 }

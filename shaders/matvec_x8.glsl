@@ -34,7 +34,7 @@ const uint NR = NR_ROWS;
 
 #include "x8_unit.glsl"
 
-shared float sgPart[16u * NR];
+#include "matvec_rows.glsl"
 
 void main() {
 #if defined(T_IQUANT)
@@ -62,25 +62,6 @@ void main() {
                 acc[i] += unitDot(r * rowBytes, nb, u, xa, xb, s);
             }
         }
-        if (share) { // uniform across the workgroup
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                float sum = subgroupAdd(acc[i]);
-                if (subgroupElect()) sgPart[gl_SubgroupID * NR + i] = sum;
-            }
-            barrier();
-            if (gl_LocalInvocationID.x < NR) {
-                uint i = gl_LocalInvocationID.x, r = row0 + i;
-                float sum = 0.0;
-                for (uint g = 0u; g < gl_NumSubgroups; g++) sum += sgPart[g * NR + i];
-                if (r < p.N) y[r] = p.accumulate != 0u ? y[r] + sum : sum;
-            }
-            barrier();
-            continue;
-        }
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            float sum = subgroupAdd(acc[i]);
-            uint r = row0 + i;
-            if (subgroupElect() && r < p.N && r0 + i < p.rowsPerWG) y[r] = p.accumulate != 0u ? y[r] + sum : sum;
-        }
+        finishRows(acc, row0, r0, share);
     }
 }
