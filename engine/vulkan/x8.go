@@ -55,6 +55,23 @@ func (s *Seq) MatVecX8(t quant.Type, w, xq, xs, y Binding, k, n int, accumulate 
 	s.matVecX8(kn.name, kn.nr, w, xq, xs, y, k, n, accumulate)
 }
 
+// int8AbsentCost is what a device without int8 dot products loses, measured: the decode
+// products read f32 activations instead (matvec_fast).
+const int8AbsentCost = "decode products on f32 activations: 1.5-1.8x slower decode (8B Q4_0 193 vs 295 t/s, Q4_K 158 vs 279 on an H200, 2026-12-02)"
+
+// int8Selects is the roster's line for int8 dot products.
+func (c *Context) int8Selects() string {
+	switch {
+	case !c.Info.Features[FeatureInt8Dot]:
+		return "absent: " + int8AbsentCost
+	case c.exact:
+		return "present; the exact tier keeps llama.cpp's CPU order, so not used"
+	case !c.x8:
+		return "present; VKLLM_GPU_X8=0 keeps the f32 decode products (the gate/up pair fused on int8 where VKLLM_GPU_FUSED allows)"
+	}
+	return "decode products of Q4_0, Q8_0, Q4_K, Q5_K, Q6_K and IQ2_XXS weights (experts too) on int8 dot products over activations rounded once per layer input"
+}
+
 // x8QuantBytes is the size of quantize_x8's int8 output for k activations: whole groups of 32
 // blocks (the interleaved layout).
 func x8QuantBytes(k int) int { return (k/32 + 31) / 32 * 32 * 32 }

@@ -391,15 +391,19 @@ func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 	}
 }
 
-// The roster's numeric-tier line says which decode products serve: the int8 ones on a fast-tier
-// device with int8 dot products, the f32 ones with VKLLM_GPU_X8=0 (and the tier selection
-// turns the int8 products off with it).
+// The roster's numeric-tier and int8 lines say which decode products serve: the int8 ones on a
+// fast-tier device with int8 dot products, the f32 ones with VKLLM_GPU_X8=0 (and the tier
+// selection turns the int8 products off with it); the absent-capability warning carries its
+// measured cost.
 func TestNumericTierLineNamesTheDecodeProducts(t *testing.T) {
 	c := ctxOrSkip(t)
 	if c.exact || !c.Info.Features[FeatureInt8Dot] || c.Info.SubgroupSize < 8 {
 		t.Skipf("%s: exact tier or no int8 dot products, so no int8 decode products to name", c.Info.Name)
 	}
 	t.Cleanup(c.selectNumericTier) // the environment's choice back, after Setenv's own cleanups (LIFO)
+	if !strings.Contains(int8AbsentCost, "H200") || !strings.Contains(int8AbsentCost, "t/s") {
+		t.Errorf("the absent-int8 warning carries no measured cost: %q", int8AbsentCost)
+	}
 	for _, tc := range []struct {
 		env, want string
 		x8        bool
@@ -408,6 +412,9 @@ func TestNumericTierLineNamesTheDecodeProducts(t *testing.T) {
 		c.selectNumericTier()
 		if c.x8 != tc.x8 || !strings.Contains(c.numericSelects(), tc.want) {
 			t.Errorf("VKLLM_GPU_X8=%s: x8 %v, roster %q (want %v and %q)", tc.env, c.x8, c.numericSelects(), tc.x8, tc.want)
+		}
+		if int8Line := c.int8Selects(); strings.Contains(int8Line, "VKLLM_GPU_X8=0") == tc.x8 {
+			t.Errorf("VKLLM_GPU_X8=%s: the int8 dot product line says %q", tc.env, int8Line)
 		}
 	}
 }
