@@ -70,21 +70,34 @@ func (c *Context) usesFastMatvec(t quant.Type, k, m int) bool {
 	return !c.exact && m == 1 && fastMatvecTypes[t] && k%blockElems(t) == 0 && k%32 == 0 // 32-element units
 }
 
-// fastMatvecRows is the rows per workgroup of matvec_fast for weights of type t: NR rows per
-// subgroup pass (the shader's NR_ROWS) times the subgroups of a 128-thread workgroup; the
-// shader loops, so any real subgroup size covers every row. Q4_0/Q8_0 take NR = 4 (one load of
-// x serves four rows; H200, 14336x4096: Q4_0 776 → 1151 GB/s, Q8_0 1349 → 1858 GB/s from
-// NR = 2, NR = 8 no better; 8B Q4_0 decode 131 → 175 t/s); the K-quants NR = 2 (8B Q4_K decode
-// 115 t/s at 2, 95 at 4: their larger unpacking takes the registers).
-func (c *Context) fastMatvecRows(t quant.Type) int {
+// subgroupsPerWorkgroup is the subgroups of a 128-thread workgroup (a device reporting no
+// usable subgroup size counts as 32 lanes; the shaders loop, so any real size covers every row).
+func (c *Context) subgroupsPerWorkgroup() int {
 	sg := c.Info.SubgroupSize
 	if sg <= 0 || sg > 128 {
 		sg = 32
 	}
-	return c.fastMatvecPass(t) * (128 / sg)
+	return 128 / sg
+}
+
+// decodeRowGrid is the grid of a decode product over n rows whose subgroup pass takes nr rows
+// (matvec_fast, matvec_dec, matvec_x8): each subgroup its own nr rows, or, on grids under
+// matvecShareBelow workgroups, the workgroup's subgroups splitting K of the same nr rows
+// (share = 1). rows is the rows a workgroup takes.
+func (c *Context) decodeRowGrid(nr, n int) (rows, share, gx, gy uint32) {
+	r := nr * c.subgroupsPerWorkgroup()
+	if (n+r-1)/r < c.matvecShareBelow {
+		r, share = nr, 1
+	}
+	gx, gy = grid1D((n + r - 1) / r)
+	return uint32(r), share, gx, gy
 }
 
 // fastMatvecPass is matvec_fast's NR for weights of type t: the rows one subgroup pass takes.
+// Q4_0/Q8_0 take NR = 4 (one load of x serves four rows; H200, 14336x4096: Q4_0 776 → 1151
+// GB/s, Q8_0 1349 → 1858 GB/s from NR = 2, NR = 8 no better; 8B Q4_0 decode 131 → 175 t/s); the
+// K-quants NR = 2 (8B Q4_K decode 115 t/s at 2, 95 at 4: their larger unpacking takes the
+// registers).
 func (c *Context) fastMatvecPass(t quant.Type) int {
 	if t == quant.Q2_K || t == quant.Q3_K || t == quant.Q4_K || t == quant.Q5_K || t == quant.Q6_K {
 		return 2
@@ -115,16 +128,12 @@ func (s *Seq) matVecFast(t quant.Type, suf string, w, x, y Binding, k, n int, ac
 	if kern == nil {
 		return
 	}
-	rows, share := s.c.fastMatvecRows(t), uint32(0)
-	if (n+rows-1)/rows < s.c.matvecShareBelow {
-		rows, share = s.c.fastMatvecPass(t), 1
-	}
-	gx, gy := grid1D((n + rows - 1) / rows)
+	rows, share, gx, gy := s.c.decodeRowGrid(s.c.fastMatvecPass(t), n)
 	acc := uint32(0)
 	if accumulate {
 		acc = 1
 	}
-	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(rows), gx, acc, share), gx, gy, 1, w, x, y)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, acc, share), gx, gy, 1, w, x, y)
 }
 
 // actModeFor is how activations are rounded before a product with weights of type t on this
@@ -316,14 +325,10 @@ func (s *Seq) MatVecFused(t quant.Type, w, x, y Binding, k, n int, opt FusedDeco
 		flags |= decodePair
 		w2 = *opt.Pair
 	}
-	rows, share := s.c.fastMatvecRows(t), uint32(0)
-	if (n+rows-1)/rows < s.c.matvecShareBelow {
-		rows, share = s.c.fastMatvecPass(t), 1
-	}
-	gx, gy := grid1D((n + rows - 1) / rows)
+	rows, share, gx, gy := s.c.decodeRowGrid(s.c.fastMatvecPass(t), n)
 	acc := uint32(0)
 	if opt.Accumulate {
 		acc = 1
 	}
-	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(rows), gx, acc, share, flags, opt.Eps), gx, gy, 1, w, x, y, g, w2)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, acc, share, flags, opt.Eps), gx, gy, 1, w, x, y, g, w2)
 }

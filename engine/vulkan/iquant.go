@@ -39,7 +39,7 @@ var iquantSuffix = map[quant.Type]string{
 }
 
 // Every i-quant has a matvec_fast kernel (matvec_fast.glsl's T_IQUANT branch, 4 rows per
-// subgroup pass as fastMatvecRows gives every type outside the K-quants).
+// subgroup pass as fastMatvecPass gives every type outside the K-quants).
 func init() {
 	for t := range iquantSuffix {
 		fastMatvecTypes[t] = true

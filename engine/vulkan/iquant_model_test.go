@@ -131,8 +131,8 @@ func TestResidentMixedIQuantModelFollowsCPUReference(t *testing.T) {
 			for _, typ := range iqModelTypes {
 				suf, _ := weightSuffix(typ)
 				name := "matvec_fast_" + suf
-				if kn, ok := x8Kernels[typ]; ok && c.x8 && c.Info.Features[FeatureInt8Dot] {
-					name = kn.name // the int8 decode product (x8.go)
+				if x8 := x8Kernel("matvec_x8_", typ); x8 != "" && c.x8 && c.Info.Features[FeatureInt8Dot] {
+					name = x8 // the int8 decode product (x8.go)
 				}
 				fastKernels = append(fastKernels, name)
 			}

@@ -151,10 +151,11 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				// one (x8.go; the gate and up experts at least: a tiny K-quant model's down
 				// experts fall back to a 32-block type): forget the pipeline so the check below
 				// sees this model make it
-				x8Kernel, x8 := "moe_matvec_x8_"+moeX8Kernels[typ], !tier.exact && c.x8 && c.Info.Features[FeatureInt8Dot] && moeX8Kernels[typ] != ""
-				if kern, ok := c.kernels[x8Kernel]; ok && x8 {
+				x8Name := x8Kernel("moe_matvec_x8_", typ)
+				x8 := !tier.exact && c.x8 && c.Info.Features[FeatureInt8Dot] && x8Name != ""
+				if kern, ok := c.kernels[x8Name]; ok && x8 {
 					kern.destroy(c.dev)
-					delete(c.kernels, x8Kernel)
+					delete(c.kernels, x8Name)
 				}
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})
 				if err != nil {
@@ -171,8 +172,8 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				if compared < 8 {
 					t.Errorf("only %d steps compared before near-ties: the golden file no longer tests much", compared)
 				}
-				if _, made := c.kernels[x8Kernel]; x8 && !made {
-					t.Errorf("the decode steps did not take %s", x8Kernel)
+				if _, made := c.kernels[x8Name]; x8 && !made {
+					t.Errorf("the decode steps did not take %s", x8Name)
 				}
 			})
 		}

@@ -14,31 +14,31 @@ import (
 // (splitRows: each row's quants, 16-byte aligned, then its f16 scales) are benchmark
 // candidates only: the resident driver keeps GGUF's layout, which the GEMMs read too.
 
-// x8Kernels are the weight types with a matvec_x8 kernel: its name and its rows per subgroup
-// pass (NR).
-var x8Kernels = map[quant.Type]struct {
-	name string
-	nr   int
-}{
-	quant.Q4_0:    {"matvec_x8_q4_0", 4},
-	quant.Q8_0:    {"matvec_x8_q8_0", 4},
-	quant.Q4_K:    {"matvec_x8_q4_k", 2},
-	quant.Q5_K:    {"matvec_x8_q5_k", 2},
-	quant.Q6_K:    {"matvec_x8_q6_k", 2},
-	quant.IQ2_XXS: {"matvec_x8_iq2_xxs", 4},
+// x8Rows are the weight types with int8 decode products (matvec_x8_<suffix>, and
+// moe_matvec_x8_<suffix> for experts) and the rows one subgroup pass of matvec_x8 takes.
+var x8Rows = map[quant.Type]int{quant.Q4_0: 4, quant.Q8_0: 4, quant.Q4_K: 2, quant.Q5_K: 2, quant.Q6_K: 2, quant.IQ2_XXS: 4}
+
+// x8Kernel is the name of t's int8 decode product in family ("matvec_x8_" or
+// "moe_matvec_x8_"), "" when t has none.
+func x8Kernel(family string, t quant.Type) string {
+	if _, ok := x8Rows[t]; !ok {
+		return ""
+	}
+	suf, _ := weightSuffix(t)
+	return family + suf
 }
 
 // usesX8 reports whether a product of m tokens with weights of type t and k-element rows takes
 // matvec_x8 on this context: one token on the fast tier, with int8 dot products.
 func (c *Context) usesX8(t quant.Type, k, m int) bool {
-	_, ok := x8Kernels[t]
+	_, ok := x8Rows[t]
 	return ok && c.x8 && !c.exact && m == 1 && k%blockElems(t) == 0
 }
 
 // MatVecX8 records y (+)= W·x for one token with weights w of type t (n rows of k elements)
 // over x rounded by QuantizeX8 into xq and xs.
 func (s *Seq) MatVecX8(t quant.Type, w, xq, xs, y Binding, k, n int, accumulate bool) {
-	kn, ok := x8Kernels[t]
+	nr, ok := x8Rows[t]
 	if !ok || k%blockElems(t) != 0 {
 		s.fail(fmt.Errorf("matvec_x8: no kernel for %v rows of %d elements", t, k))
 		return
@@ -52,7 +52,7 @@ func (s *Seq) MatVecX8(t quant.Type, w, xq, xs, y Binding, k, n int, accumulate 
 		s.fail(fmt.Errorf("matvec_x8: %v %dx%d: a binding is too small (weights %d of %d bytes, y %d of %d)", t, n, k, w.Size, rowBytes*n, y.Size, 4*n))
 		return
 	}
-	s.matVecX8(kn.name, kn.nr, w, xq, xs, y, k, n, accumulate)
+	s.matVecX8(x8Kernel("matvec_x8_", t), nr, w, xq, xs, y, k, n, accumulate)
 }
 
 // int8AbsentCost is what a device without int8 dot products loses, measured: the decode
@@ -109,12 +109,12 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 		s.fail(fmt.Errorf("quantize_x8: a binding is too small for %d rows of %d", m, k))
 		return
 	}
-	kern := s.kernel("quantize_x8", 5, 12)
-	if kern == nil {
-		return
-	}
 	if in.Q8K && k%256 != 0 {
 		s.fail(fmt.Errorf("quantize_x8: %d activations are not whole Q8_K 256-blocks", k))
+		return
+	}
+	kern := s.kernel("quantize_x8", 5, 12)
+	if kern == nil {
 		return
 	}
 	flags, up, g, groups := uint32(0), x, x, uint32((k/4+255)/256)
@@ -137,51 +137,12 @@ func (s *Seq) matVecX8(name string, nr int, w, xq, xs, y Binding, k, n int, accu
 	if kern == nil {
 		return
 	}
-	sg := s.c.Info.SubgroupSize
-	if sg <= 0 || sg > 128 {
-		sg = 32
-	}
-	rows, share := nr*(128/sg), uint32(0)
-	if (n+rows-1)/rows < s.c.matvecShareBelow {
-		rows, share = nr, 1
-	}
-	gx, gy := grid1D((n + rows - 1) / rows)
+	rows, share, gx, gy := s.c.decodeRowGrid(nr, n)
 	acc := uint32(0)
 	if accumulate {
 		acc = 1
 	}
-	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(rows), gx, acc, share), gx, gy, 1, w, xq, xs, y)
-}
-
-// splitRows returns Q4_0 or Q8_0 rows of k elements in the row-split order matvec_x8's
-// ROW_SPLIT kernels read: each row's blocks' quants in block order, then their f16 scales.
-func splitRows(t quant.Type, data []byte, k int) ([]byte, error) {
-	var qb int
-	switch t {
-	case quant.Q4_0:
-		qb = 16
-	case quant.Q8_0:
-		qb = 32
-	default:
-		return nil, fmt.Errorf("row-split layout: type %v has none (Q4_0 and Q8_0 do)", t)
-	}
-	rowBytes, err := t.RowBytes(k)
-	if err != nil {
-		return nil, fmt.Errorf("row-split layout: %w", err)
-	}
-	if len(data)%rowBytes != 0 {
-		return nil, fmt.Errorf("row-split layout: %d bytes are not whole %d-byte rows", len(data), rowBytes)
-	}
-	nb, bb := k/32, qb+2
-	out := make([]byte, len(data))
-	for r := 0; r < len(data)/rowBytes; r++ {
-		src, dst := data[r*rowBytes:(r+1)*rowBytes], out[r*rowBytes:(r+1)*rowBytes]
-		for b := 0; b < nb; b++ {
-			copy(dst[qb*b:qb*(b+1)], src[bb*b+2:bb*(b+1)])
-			copy(dst[qb*nb+2*b:qb*nb+2*b+2], src[bb*b:bb*b+2])
-		}
-	}
-	return out, nil
+	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, acc, share), gx, gy, 1, w, xq, xs, y)
 }
 
 // takesX8 reports whether every product of ps over k-element inputs of m rows takes
@@ -235,9 +196,6 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 	return done
 }
 
-// moeX8Kernels are the expert weight types with a moe_matvec_x8 kernel (its suffix).
-var moeX8Kernels = map[quant.Type]string{quant.Q4_0: "q4_0", quant.Q8_0: "q8_0", quant.Q4_K: "q4_k", quant.Q5_K: "q5_k", quant.Q6_K: "q6_k", quant.IQ2_XXS: "iq2_xxs"}
-
 // moeX8Rows is moe_matvec_x8's NR: the rows of one pair a subgroup takes.
 const moeX8Rows = 2
 
@@ -248,8 +206,8 @@ const moeX8Rows = 2
 // multiple of 256) it also holds the up experts that far after the gate experts and Y gets
 // silu(gate·x)·(up·x), as SwiGLU computes it.
 func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64, k, n, e0, ne, used, pairs int, xPerPair bool, yStride int) {
-	suf, ok := moeX8Kernels[t]
-	if !ok || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || ne <= 0 || used <= 0 || pairs <= 0 {
+	name := x8Kernel("moe_matvec_x8_", t)
+	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || ne <= 0 || used <= 0 || pairs <= 0 {
 		s.fail(fmt.Errorf("moe matvec x8: %v rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, %d experts, %d pairs", t, k, n, ne, pairs))
 		return
 	}
@@ -265,7 +223,7 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 		s.fail(fmt.Errorf("moe matvec x8 %v: rounded activations of %d bytes for %d rows of %d", t, xq.Size, xrows, k))
 		return
 	}
-	kern := s.kernel("moe_matvec_x8_"+suf, 5, 36)
+	kern := s.kernel(name, 5, 36)
 	if kern == nil {
 		return
 	}
@@ -273,11 +231,7 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 	if xPerPair {
 		per = 1
 	}
-	sg := s.c.Info.SubgroupSize
-	if sg <= 0 || sg > 128 {
-		sg = 32
-	}
-	rows := moeX8Rows * (128 / sg)
+	rows := moeX8Rows * s.c.subgroupsPerWorkgroup()
 	gx, gy := grid1D((n + rows - 1) / rows)
 	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(yStride), gx, uint32(upOff)),
 		gx, gy, uint32(pairs), w, xq, xs, y, ids)
@@ -313,10 +267,7 @@ func (r *Resident) moeTakesX8(w *moeWeights, m int) (gateUp, down bool) {
 	if _, _, _, _, ok := r.moeX8Layout(r.h.Dim, r.h.MoE.FFN, r.h.MoE.Used); !ok {
 		return false, false
 	}
-	has := func(x experts) bool {
-		_, ok := moeX8Kernels[x.typ]
-		return ok && x.cols%blockElems(x.typ) == 0
-	}
+	has := func(x experts) bool { return x8Kernel("moe_matvec_x8_", x.typ) != "" && x.cols%blockElems(x.typ) == 0 }
 	gateUp = w.upOff != 0 && w.upOff%256 == 0 && has(w.gate) && has(w.up) && w.gate.typ == w.up.typ
 	down = has(w.down) && len(w.down.slices) == 1
 	return gateUp, down

@@ -25,19 +25,9 @@ func roundX8(x []float32) (q []int8, d []float64) {
 		for i, v := range x[32*b : 32*b+32] {
 			q[32*b+i] = int8(math.RoundToEven(float64(v * inv)))
 		}
-		d[b] = float64(f16RoundScalar(amax / 127))
+		d[b] = float64(quant.F16ToF32(quant.F32ToF16(amax / 127))) // quantize_x8 rounds d to f16
 	}
 	return q, d
-}
-
-// f16RoundScalar rounds v to the nearest f16 value (ties to even).
-func f16RoundScalar(v float32) float32 {
-	if v == 0 {
-		return 0
-	}
-	_, e := math.Frexp(float64(v))
-	u := max(e-11, -24)
-	return float32(math.Ldexp(math.RoundToEven(math.Ldexp(float64(v), -u)), u))
 }
 
 // TestMatVecX8MatchesFloat64Reference holds every matvec_x8 kernel to a float64 product of the
@@ -114,7 +104,7 @@ func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 }
 
 // x8BenchKernels are the matvec_x8 kernels BenchmarkMatVecX8 times for each type: the one the
-// decode step takes (x8Kernels) and the measured candidates — row-split Q4_0/Q8_0 (16-byte
+// decode step takes (x8Rows) and the measured candidates — row-split Q4_0/Q8_0 (16-byte
 // weight loads; the GEMMs would have to read that layout too) and Q4_K at 4 rows a pass.
 var x8BenchKernels = map[quant.Type][]struct {
 	name string
@@ -126,6 +116,37 @@ var x8BenchKernels = map[quant.Type][]struct {
 	quant.Q5_K:    {{"matvec_x8_q5_k", 2}},
 	quant.Q6_K:    {{"matvec_x8_q6_k", 2}},
 	quant.IQ2_XXS: {{"matvec_x8_iq2_xxs", 4}},
+}
+
+// splitRows returns Q4_0 or Q8_0 rows of k elements in the row-split order matvec_x8's
+// ROW_SPLIT kernels read: each row's blocks' quants in block order, then their f16 scales.
+func splitRows(t quant.Type, data []byte, k int) ([]byte, error) {
+	var qb int
+	switch t {
+	case quant.Q4_0:
+		qb = 16
+	case quant.Q8_0:
+		qb = 32
+	default:
+		return nil, fmt.Errorf("row-split layout: type %v has none (Q4_0 and Q8_0 do)", t)
+	}
+	rowBytes, err := t.RowBytes(k)
+	if err != nil {
+		return nil, fmt.Errorf("row-split layout: %w", err)
+	}
+	if len(data)%rowBytes != 0 {
+		return nil, fmt.Errorf("row-split layout: %d bytes are not whole %d-byte rows", len(data), rowBytes)
+	}
+	nb, bb := k/32, qb+2
+	out := make([]byte, len(data))
+	for r := 0; r < len(data)/rowBytes; r++ {
+		src, dst := data[r*rowBytes:(r+1)*rowBytes], out[r*rowBytes:(r+1)*rowBytes]
+		for b := 0; b < nb; b++ {
+			copy(dst[qb*b:qb*(b+1)], src[bb*b+2:bb*(b+1)])
+			copy(dst[qb*nb+2*b:qb*nb+2*b+2], src[bb*b:bb*b+2])
+		}
+	}
+	return out, nil
 }
 
 // BenchmarkMatVecX8 times the int8 decode products against matvec_fast on an 8B model's
