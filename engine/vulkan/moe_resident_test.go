@@ -157,6 +157,12 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 					kern.destroy(c.dev)
 					delete(c.kernels, x8Name)
 				}
+				// the f32 router's decode product is the fast one on the fast tier (it took the
+				// one-thread-a-row matvec before)
+				if kern, ok := c.kernels["matvec_fast_f32"]; ok {
+					kern.destroy(c.dev)
+					delete(c.kernels, "matvec_fast_f32")
+				}
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})
 				if err != nil {
 					t.Fatal(err)
@@ -174,6 +180,9 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				}
 				if _, made := c.kernels[x8Name]; x8 && !made {
 					t.Errorf("the decode steps did not take %s", x8Name)
+				}
+				if _, made := c.kernels["matvec_fast_f32"]; m.Layers[0].MoE.Router.Type == quant.F32 && made == tier.exact {
+					t.Errorf("%s tier: the f32 router's fast decode product made = %v", tier.name, made)
 				}
 			})
 		}
