@@ -25,7 +25,10 @@ mkdir -p "$out"
 status=0
 for src in "$here"/*.comp; do
 	name=$(basename "$src" .comp)
-	"$GLSLC" --target-env=vulkan1.2 -O -fshader-stage=compute -I "$here" -o "$out/$name.spv" "$src"
+	# NV cooperative matrix 2 needs SPIR-V 1.6 (Vulkan 1.3); its tier requires a 1.3 device.
+	env=vulkan1.2
+	case $name in *_cm2*) env=vulkan1.3 ;; esac
+	"$GLSLC" --target-env=$env -O -fshader-stage=compute -I "$here" -o "$out/$name.spv" "$src"
 	if [ $check = 1 ] && ! cmp -s "$out/$name.spv" "$here/spv/$name.spv"; then
 		echo "gen.sh: shaders/spv/$name.spv is stale: run shaders/gen.sh" >&2
 		status=1

@@ -118,6 +118,7 @@ var (
 	GPUExact        = declare(Var{"VKLLM_GPU_EXACT", KindBool, "0", "1 selects the exact GPU tier: llama.cpp's CPU summation order bit for bit (2-11x slower); default the fast tier"})
 	GPUFused        = declare(Var{"VKLLM_GPU_FUSED", KindBool, "1", "0 records the fast tier's decode step unfused (separate RMSNorm, activation rounding and SwiGLU passes), for A/B measurements"})
 	GPUMatvecUnits  = declare(Var{"VKLLM_GPU_MATVEC_UNITS", KindInt, "1", "block units a lane of the fast tier's decode product takes per pass, 1 or 2 (2 keeps more weight loads in flight; on an H200 it was no faster on Q4_K and 6% slower on Q4_0)"})
+	GPUCM2          = declare(Var{"VKLLM_GPU_CM2", KindBool, "0", "1 runs prefill GEMMs of Q4_0/Q8_0/Q4_K/Q5_K/Q6_K/F16 weights on the NV cooperative matrix 2 kernels where the device has them (opt-in: measured slower than the KHR kernels so far)"})
 	GPUX8           = declare(Var{"VKLLM_GPU_X8", KindBool, "1", "0 takes the f32-activation decode products (matvec_fast) instead of int8 activations rounded once per layer input (matvec_x8), for A/B measurements"})
 	GPUProf         = declare(Var{"VKLLM_GPU_PROF", KindBool, "0", "1 prints per-role GPU timings from timestamp queries (per prefill window, every 32 decode tokens)"})
 	DataDir         = declare(Var{"VKLLM_DATA_DIR", KindString, "", "where the SQLite store and the sidecar token live; default the OS user data dir (XDG_DATA_HOME/vkllm on Linux)"})

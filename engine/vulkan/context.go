@@ -32,6 +32,10 @@ type Context struct {
 
 	gemm             gemmTier // prefill GEMM tier, chosen once at Open (coopmat.go)
 	gemmReason       string
+	cm2Device        bool   // NV cooperative matrix 2 was enabled at device creation (loader.go)
+	cm2Able          bool   // the device can run the cooperative matrix 2 kernels (coopmat.go)
+	cm2              bool   // prefill GEMMs of the cm2Types take them (cm2Able and VKLLM_GPU_CM2)
+	cm2Reason        string // why or why not, for the roster
 	lanes            int    // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)
 	exact            bool   // the exact tier: llama.cpp's CPU order bit for bit (fast.go)
 	exactWhy         string // why the exact tier serves, for the roster
@@ -89,7 +93,7 @@ func Open(opts Options) (*Context, error) {
 	if err := c.pickQueueFamily(); err != nil {
 		return nil, err
 	}
-	if c.dev, err = createLogicalDevice(in.handle, c.physical, c.family, c.raw); err != nil {
+	if c.dev, c.cm2Device, err = createLogicalDevice(in.handle, c.physical, c.family, c.raw); err != nil {
 		return nil, fmt.Errorf("create Vulkan device %q: %w", info.Name, err)
 	}
 	ok = true
@@ -187,7 +191,7 @@ func (c *Context) capabilities() []capability {
 			absent: int8AbsentCost},
 		{name: "KHR cooperative matrix", present: f[FeatureCoopmatKHR], selects: c.gemmSelects(), fast: true, ext: "VK_KHR_cooperative_matrix",
 			absent: coopmatAbsentCost},
-		{name: "NV cooperative matrix 2", present: f[FeatureCoopmat2NV], selects: "not used; prefill rides on the KHR cooperative-matrix tier where that is selected", ext: "VK_NV_cooperative_matrix2"},
+		{name: "NV cooperative matrix 2", present: f[FeatureCoopmat2NV], selects: c.cm2Selects(), ext: "VK_NV_cooperative_matrix2"},
 		{name: "numeric tier", present: !c.exact, selects: c.numericSelects(), ext: "VKLLM_GPU_EXACT"},
 		{name: "memory budget", present: f[FeatureMemoryBudget], selects: "the plan's room comes from the driver's budget", ext: "VK_EXT_memory_budget"},
 	}

@@ -72,6 +72,33 @@ static VkResult vklcm_query(VkInstance inst, VkPhysicalDevice pd, vklcm_props* o
 	*memModel = mm.vulkanMemoryModel;
 	return VK_SUCCESS;
 }
+// VkCooperativeMatrixFlexibleDimensionsPropertiesNV (VK_NV_cooperative_matrix2): the
+// workgroup-scope shapes, as granularities, and the workgroup size they need.
+#define VKLCM_STYPE_FLEX_PROPERTIES 1000593001
+typedef struct {
+	VkStructureType sType;
+	void* pNext;
+	uint32_t MGranularity, NGranularity, KGranularity;
+	int32_t AType, BType, CType, ResultType;
+	VkBool32 saturatingAccumulation;
+	int32_t scope;
+	uint32_t workgroupInvocations;
+} vklcm_flex_props;
+
+typedef VkResult (*vklcm_pfn_flex)(VkPhysicalDevice, uint32_t*, vklcm_flex_props*);
+
+// vklcm_flex_query fills up to *n flexible-dimension entries and sets *n to the count (0
+// when the driver exports no query).
+static VkResult vklcm_flex_query(VkInstance inst, VkPhysicalDevice pd, vklcm_flex_props* out, uint32_t* n) {
+	PFN_vkGetInstanceProcAddr gipa = vklcm_gipa();
+	vklcm_pfn_flex f = gipa ? (vklcm_pfn_flex)gipa(inst, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV") : NULL;
+	if (!f) { *n = 0; return VK_SUCCESS; }
+	for (uint32_t i = 0; i < *n; i++) {
+		memset(&out[i], 0, sizeof out[i]);
+		out[i].sType = (VkStructureType)VKLCM_STYPE_FLEX_PROPERTIES;
+	}
+	return f(pd, n, out);
+}
 */
 import "C"
 
@@ -81,6 +108,7 @@ import (
 
 	vk "github.com/vulkan-go/vulkan"
 
+	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -221,7 +249,84 @@ func (c *Context) selectGEMMTier() {
 		}
 	}
 	c.gemm, c.gemmReason = chooseGEMMTier(c.Info, f)
+	var flex []flexShape
+	if c.gemm == gemmCoopmat && c.cm2Device {
+		var err error
+		if flex, err = queryFlex(c.inst.handle, c.physical); err != nil {
+			c.cm2, c.cm2Reason = false, err.Error()
+			return
+		}
+	}
+	c.cm2Able, c.cm2Reason = chooseCM2(c.gemm, c.cm2Device, flex)
+	c.cm2 = c.cm2Able && config.GPUCM2.Bool()
+	if c.cm2Able && !c.cm2 {
+		c.cm2Reason = "able, not used: " + cm2Default
+	}
 }
+
+// cm2Default says why the cooperative matrix 2 kernels are opt-in (VKLLM_GPU_CM2=1): measured on
+// the H200 they are slower than the KHR kernels so far.
+const cm2Default = "measured slower than the KHR kernels on the H200 (4096x4096 Q4_K x 512: 0.44 ms vs 0.26 ms, 2026-12-03); VKLLM_GPU_CM2=1 takes them"
+
+// The cooperative matrix 2 kernels (shaders/matmul_cm2.glsl): workgroup-scope matrices of
+// cm2BM rows x cm2BN tokens, cm2BK deep, on cm2Invocations threads, loading quantized
+// weights through decode functions. They serve the types in cm2Types on devices whose
+// VK_NV_cooperative_matrix2 lists that shape (flexible dimensions); every other type keeps
+// the KHR kernels of the same tier.
+const cm2BM, cm2BN, cm2BK, cm2Invocations = 128, 128, 32, 256
+
+var cm2Types = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true, quant.F16: true}
+
+// flexShape is one VkCooperativeMatrixFlexibleDimensionsPropertiesNV entry.
+type flexShape struct {
+	M, N, K     int // granularities
+	A, B, C, R  string
+	Saturating  bool
+	Scope       string
+	Invocations int
+}
+
+func queryFlex(inst vk.Instance, pd vk.PhysicalDevice) ([]flexShape, error) {
+	const maxShapes = 64
+	props := make([]C.vklcm_flex_props, maxShapes)
+	n := C.uint32_t(maxShapes)
+	if r := C.vklcm_flex_query(cInstance(inst), cPhysical(pd), &props[0], &n); r != C.VK_SUCCESS && r != C.VK_INCOMPLETE {
+		return nil, fmt.Errorf("query cooperative matrix 2 flexible dimensions: %w", resultError(vk.Result(r)))
+	}
+	var out []flexShape
+	for _, p := range props[:n] {
+		out = append(out, flexShape{
+			M: int(p.MGranularity), N: int(p.NGranularity), K: int(p.KGranularity),
+			A: componentName(int32(p.AType)), B: componentName(int32(p.BType)), C: componentName(int32(p.CType)), R: componentName(int32(p.ResultType)),
+			Saturating: p.saturatingAccumulation != 0, Scope: scopeName(int32(p.scope)), Invocations: int(p.workgroupInvocations),
+		})
+	}
+	return out, nil
+}
+
+// chooseCM2 decides whether prefill GEMMs take the cooperative matrix 2 kernels: the KHR
+// tier must serve, the device must have been created with the extension (workgroup scope,
+// flexible dimensions, tensor addressing, block loads and bufferDeviceAddress, on Vulkan
+// 1.3), and one flexible-dimensions entry must fit the kernels' f16 x f16 + f32 workgroup
+// shape. Whether they are then used is VKLLM_GPU_CM2's call (selectGEMMTier).
+func chooseCM2(gemm gemmTier, enabled bool, flex []flexShape) (bool, string) {
+	switch {
+	case gemm != gemmCoopmat:
+		return false, "not used: the KHR cooperative-matrix tier does not serve"
+	case !enabled:
+		return false, "not used: not enabled at device creation (needs workgroup scope, flexible dimensions, tensor addressing, block loads, bufferDeviceAddress and Vulkan 1.3)"
+	}
+	for _, f := range flex {
+		if f.A == "f16" && f.B == "f16" && f.C == "f32" && f.R == "f32" && !f.Saturating && f.Scope == "workgroup" &&
+			f.Invocations == cm2Invocations && f.M > 0 && f.N > 0 && f.K > 0 && cm2BM%f.M == 0 && cm2BN%f.N == 0 && cm2BK%f.K == 0 {
+			return true, fmt.Sprintf("prefill GEMM of Q4_0/Q8_0/Q4_K/Q5_K/Q6_K/F16 weights on workgroup-scope %dx%dx%d tiles decoded from the blocks", cm2BM, cm2BN, cm2BK)
+		}
+	}
+	return false, fmt.Sprintf("not used: no f16*f16+f32 workgroup-scope entry of %d invocations dividing %dx%dx%d among the %d flexible-dimension entries", cm2Invocations, cm2BM, cm2BN, cm2BK, len(flex))
+}
+
+// cm2Selects is the roster's "selects" text for the NV cooperative matrix 2 line.
+func (c *Context) cm2Selects() string { return c.cm2Reason }
 
 // gemmSelects is the roster's "selects" text for the KHR cooperative matrix line.
 func (c *Context) gemmSelects() string {
@@ -248,12 +353,15 @@ func (c *Context) usesCoopmat(t quant.Type, k, m int) bool {
 var llamaOrderTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true}
 
 // matMulCoopmat records the cooperative-matrix GEMM (see MatMul; shapes already checked).
-func (s *Seq) matMulCoopmat(suf string, w, x, y Binding, k, n, m, xStride, yStride int, accumulate bool) {
-	kern := s.kernel("matmul_coopmat_"+suf, 3, 24)
+func (s *Seq) matMulCoopmat(t quant.Type, suf string, w, x, y Binding, k, n, m, xStride, yStride int, accumulate bool) {
+	name, bm, bn := "matmul_coopmat_"+suf, 128, 128 // rows and tokens per workgroup (shaders/matmul_coopmat.glsl)
+	if s.c.cm2 && cm2Types[t] {
+		name, bm, bn = "matmul_cm2_"+suf, cm2BM, cm2BN
+	}
+	kern := s.kernel(name, 3, 24)
 	if kern == nil {
 		return
 	}
-	const bm, bn = 128, 128 // rows and tokens per workgroup (shaders/matmul_coopmat.glsl)
 	gx, gy := (n+bm-1)/bm, (m+bn-1)/bn
 	if gx > maxGroups || gy > maxGroups {
 		s.fail(fmt.Errorf("matmul: %d rows x %d tokens exceed the cooperative-matrix grid", n, m))

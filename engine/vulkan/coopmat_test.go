@@ -3,10 +3,12 @@ package vulkan
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
 
+	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -89,12 +91,36 @@ func roundF16(v float32) float64 { return float64(quant.F16ToF32(quant.F32ToF16(
 // products up to fp16 input rounding (|gpu − ref| ≤ 2e-3·Σ|w·x| + 1e-5; measured ≤ 8.6e-5).
 // Rows and tokens that are not whole 128-wide tiles (nor 16-wide fragments) check the edges; strides wider than the
 // rows check the addressing; the accumulate flag adds to Y.
+//
+// Where NV cooperative matrix 2 serves, its kernels (the cm2Types) are held to the same bounds,
+// and the KHR kernels are checked for those types too with cm2 switched off.
 func TestCoopmatGEMMMatchesReferenceForEveryWeightType(t *testing.T) {
 	c := ctxOrSkip(t)
 	coopmatOrSkip(t, c)
+	kernelSets := []bool{false}
+	if c.cm2Able {
+		kernelSets = append(kernelSets, true)
+	} else {
+		t.Logf("cooperative matrix 2 kernels not checked: %s", c.cm2Reason)
+	}
+	defer func(v bool) { c.cm2 = v }(c.cm2)
+	for _, cm2 := range kernelSets {
+		c.cm2 = cm2
+		name := "khr"
+		if cm2 {
+			name = "cm2"
+		}
+		t.Run(name, func(t *testing.T) { checkCoopmatTypes(t, c, cm2) })
+	}
+}
+
+func checkCoopmatTypes(t *testing.T, c *Context, cm2 bool) {
 	for _, typ := range weightTypes {
 		if typ == quant.F32 || typ == quant.BF16 || (c.exact && llamaOrderTypes[typ]) {
 			continue // not on this tier (BF16: not built yet, coopmat.go says why)
+		}
+		if cm2 && !cm2Types[typ] {
+			continue // the KHR kernel, checked in the other pass
 		}
 		// 100 rows: a partial 128-row tile whose last 16-row fragment is partial too; 300 rows
 		// and 200 tokens: whole and partial tiles in both directions.
@@ -110,6 +136,52 @@ func TestCoopmatGEMMMatchesReferenceForEveryWeightType(t *testing.T) {
 				checkCoopmatGEMM(t, c, typ, k, n, m)
 			})
 		}
+	}
+}
+
+func TestCM2ChoiceNeedsTheTierTheDeviceAndTheShape(t *testing.T) {
+	fits := flexShape{M: 16, N: 16, K: 16, A: "f16", B: "f16", C: "f32", R: "f32", Scope: "workgroup", Invocations: 256}
+	wide := fits
+	wide.Invocations = 128
+	coarse := fits
+	coarse.K = 64 // does not divide the 32-deep step
+	f16acc := fits
+	f16acc.C, f16acc.R = "f16", "f16"
+	for _, tc := range []struct {
+		name    string
+		gemm    gemmTier
+		enabled bool
+		flex    []flexShape
+		want    bool
+		reason  string
+	}{
+		{"able", gemmCoopmat, true, []flexShape{f16acc, fits}, true, "workgroup-scope 128x128x32"},
+		{"shared-memory tier", gemmShared, true, []flexShape{fits}, false, "KHR cooperative-matrix tier does not serve"},
+		{"not enabled", gemmCoopmat, false, []flexShape{fits}, false, "not enabled at device creation"},
+		{"other workgroup size", gemmCoopmat, true, []flexShape{wide}, false, "among the 1 flexible-dimension"},
+		{"coarser K", gemmCoopmat, true, []flexShape{coarse, f16acc}, false, "among the 2 flexible-dimension"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, reason := chooseCM2(tc.gemm, tc.enabled, tc.flex)
+			if got != tc.want || !strings.Contains(reason, tc.reason) {
+				t.Fatalf("got %v (%s), want %v (reason containing %q)", got, reason, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+// A device that reports NV cooperative matrix 2 on the KHR tier must be able to run the cm2
+// kernels: this fails if the device creation, the shape query or the choice drops them.
+func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureCoopmat2NV] || c.gemm != gemmCoopmat {
+		t.Skipf("device %q: no NV cooperative matrix 2 on the KHR tier (cm2 feature %v, GEMM tier %v)", c.Info.Name, c.Info.Features[FeatureCoopmat2NV], c.gemm)
+	}
+	if !c.cm2Able {
+		t.Fatalf("device %q reports NV cooperative matrix 2, but the cm2 kernels cannot run: %s", c.Info.Name, c.cm2Reason)
+	}
+	if c.cm2 != config.GPUCM2.Bool() {
+		t.Fatalf("cm2 kernels used %v with VKLLM_GPU_CM2=%v", c.cm2, config.GPUCM2.Bool())
 	}
 }
 
@@ -148,18 +220,117 @@ func BenchmarkPrefillGEMMTiers(b *testing.B) {
 	wb := benchBuffer(b, c, randomQ4K(rng, n*k/256))
 	xb := benchBuffer(b, c, f32Bytes(randVec(rng, k*m, 1)))
 	yb := benchBuffer(b, c, make([]byte, 4*n*m))
-	ms := map[gemmTier]float64{}
-	for _, tier := range []gemmTier{gemmShared, gemmCoopmat} {
-		prev := c.gemm
-		c.gemm = tier // read while recording
+	ms := map[string]float64{}
+	type arm struct {
+		name string
+		tier gemmTier
+		cm2  bool
+	}
+	arms := []arm{{"shared-memory", gemmShared, false}, {"cooperative-matrix (KHR)", gemmCoopmat, false}}
+	if c.cm2Able {
+		arms = append(arms, arm{"cooperative matrix 2", gemmCoopmat, true})
+	}
+	for _, a := range arms {
+		prevTier, prevCM2 := c.gemm, c.cm2
+		c.gemm, c.cm2 = a.tier, a.cm2 // read while recording
 		best := bestNsPerRep(b, c, reps, func(s *Seq) {
 			s.MatMul(quant.Q4_K, wb.All(), xb.All(), yb.All(), k, n, m, k, n, false)
 		}) / 1e6
-		c.gemm = prev
-		ms[tier] = best
-		b.Logf("%v tier: %.3f ms per 4096x4096 Q4_K x 512 GEMM (%.1f TFLOP/s)", tier, best, 2*k*n*m/best/1e9)
+		c.gemm, c.cm2 = prevTier, prevCM2
+		ms[a.name] = best
+		fmt.Printf("BenchmarkPrefillGEMMTiers: %s: %.3f ms per 4096x4096 Q4_K x 512 GEMM (%.1f TFLOP/s)\n", a.name, best, 2*k*n*m/best/1e9)
 	}
-	b.ReportMetric(ms[gemmShared], "shared-ms")
-	b.ReportMetric(ms[gemmCoopmat], "coopmat-ms")
-	b.ReportMetric(ms[gemmShared]/ms[gemmCoopmat], "speedup")
+	b.ReportMetric(ms["shared-memory"], "shared-ms")
+	b.ReportMetric(ms["cooperative-matrix (KHR)"], "coopmat-ms")
+	b.ReportMetric(ms["shared-memory"]/ms["cooperative-matrix (KHR)"], "speedup")
+	if c.cm2Able {
+		b.ReportMetric(ms["cooperative matrix 2"], "cm2-ms")
+	}
+}
+
+// BenchmarkCM2Tiles times the cooperative matrix 2 kernels and their candidates (the
+// matmul_cm2x_* shaders: other tile shapes, and activations read as fp16 from a buffer instead
+// of decoded from fp32) against the KHR kernel and its candidates (matmul_coopmatx_*: loads
+// held raw in registers across the products) on the GEMMs of an 8B prefill window (512
+// tokens: 4096x4096, 14336x4096, 4096x14336), and checks each candidate's output against the
+// engine's kernel for its weight type (max |Δ| printed). Run: -test.run '^$' -test.bench
+// CM2Tiles -test.benchtime 5x.
+func BenchmarkCM2Tiles(b *testing.B) {
+	c := ctxOrSkip(b)
+	if !c.cm2Able {
+		b.Skipf("device %q: cooperative matrix 2 cannot run: %s", c.Info.Name, c.cm2Reason)
+	}
+	const m, reps = 512, 8
+	type cand struct {
+		name   string
+		typ    quant.Type
+		xh     bool
+		bm, bn int
+	}
+	cands := []cand{
+		{"matmul_coopmat_q4_k", quant.Q4_K, false, 128, 128},
+		{"matmul_coopmatx_q4_k_xraw", quant.Q4_K, false, 128, 128},
+		{"matmul_coopmatx_q4_k_prefetch", quant.Q4_K, false, 128, 128},
+		{"matmul_cm2_q4_k", quant.Q4_K, false, 128, 128},
+		{"matmul_cm2x_q4_k_64x128", quant.Q4_K, false, 64, 128},
+		{"matmul_cm2x_q4_k_xh", quant.Q4_K, true, 128, 128},
+		{"matmul_cm2x_q4_k_xh_64x128", quant.Q4_K, true, 64, 128},
+		{"matmul_cm2x_q4_k_xh_128x256", quant.Q4_K, true, 128, 256},
+		{"matmul_cm2x_q4_k_xh_256x128", quant.Q4_K, true, 256, 128},
+		{"matmul_cm2x_q4_k_xh_bk64", quant.Q4_K, true, 128, 128},
+		{"matmul_coopmat_q4_0", quant.Q4_0, false, 128, 128},
+		{"matmul_cm2_q4_0", quant.Q4_0, false, 128, 128},
+		{"matmul_cm2x_q4_0_xh", quant.Q4_0, true, 128, 128},
+		{"matmul_cm2x_q4_0_xh_64x128", quant.Q4_0, true, 64, 128},
+		{"matmul_cm2_f16", quant.F16, false, 128, 128},
+		{"matmul_cm2x_f16_xh", quant.F16, true, 128, 128},
+		{"matmul_cm2x_f16_xh_64x128", quant.F16, true, 64, 128},
+	}
+	rng := rand.New(rand.NewSource(2))
+	for _, g := range [][2]int{{4096, 4096}, {14336, 4096}, {4096, 14336}} {
+		n, k := g[0], g[1]
+		xv := randVec(rng, k*m, 1)
+		xh := make([]byte, 2*len(xv))
+		for i, v := range xv {
+			binary.LittleEndian.PutUint16(xh[2*i:], quant.F32ToF16(v))
+		}
+		xb, xhb := benchBuffer(b, c, f32Bytes(xv)), benchBuffer(b, c, xh)
+		yb := benchBuffer(b, c, make([]byte, 4*n*m))
+		weights := map[quant.Type]*Buffer{}
+		want := map[quant.Type][]float32{}
+		for _, typ := range []quant.Type{quant.Q4_K, quant.Q4_0, quant.F16} {
+			wq, err := quant.Quantize(typ, randVec(rng, k*n, 0.05))
+			if err != nil {
+				b.Fatal(err)
+			}
+			weights[typ] = benchBuffer(b, c, wq)
+		}
+		for _, cd := range cands {
+			x := xb
+			if cd.xh {
+				x = xhb
+			}
+			run := func(s *Seq) {
+				kern := s.kernel(cd.name, 3, 24)
+				if kern == nil {
+					return
+				}
+				s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(m), uint32(k), uint32(n), 0),
+					uint32((n+cd.bm-1)/cd.bm), uint32((m+cd.bn-1)/cd.bn), 1, weights[cd.typ].All(), x.All(), yb.All())
+			}
+			best := bestNsPerRep(b, c, reps, run) / 1e6
+			got := readF32B(b, yb, n*m)
+			maxd, mag := 0.0, 0.0
+			if want[cd.typ] == nil {
+				want[cd.typ] = got
+			} else {
+				for i := range got {
+					maxd = math.Max(maxd, math.Abs(float64(got[i]-want[cd.typ][i])))
+					mag = math.Max(mag, math.Abs(float64(want[cd.typ][i])))
+				}
+			}
+			fmt.Printf("BenchmarkCM2Tiles: %dx%d x %d tokens %s: %.3f ms (%.1f TFLOP/s), max |Δ| %.3g of max |y| %.3g\n",
+				n, k, m, cd.name, best, 2*float64(k)*float64(n)*m/best/1e9, maxd, mag)
+		}
+	}
 }

@@ -259,7 +259,8 @@ static const char* vkl_validation_last(void) { return vkl_val_last; }
 // vkl_create_device creates a device with one compute queue and the features the kernels
 // ride on enabled where present (16/8-bit storage, float16/int8, integer dot product, KHR
 // cooperative matrix with the Vulkan memory model).
-static VkResult vkl_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t family, const vkl_devinfo* info, VkDevice* out) {
+static VkResult vkl_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t family, const vkl_devinfo* info, VkDevice* out, int* cm2On) {
+	*cm2On = 0;
 	PFN_vkCreateDevice f = (PFN_vkCreateDevice)vkl_gipa(inst, "vkCreateDevice");
 	if (!f) return VK_ERROR_INITIALIZATION_FAILED;
 	float prio = 1.0f;
@@ -303,6 +304,28 @@ static VkResult vkl_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t
 			*tail = &cm; tail = &cm.pNext;
 			*tail = &mm; tail = &mm.pNext;
 			exts[next++] = "VK_KHR_cooperative_matrix";
+		}
+	}
+	// NV cooperative matrix 2 (the prefill GEMM's cm2 kernels, coopmat.go) rides on the KHR
+	// tier above and a Vulkan 1.3 device (its SPIR-V is 1.6); its decode functions take
+	// buffer references, so bufferDeviceAddress is enabled with it. Every cm2 feature the
+	// device reports is enabled.
+	vkl_coopmat2_nv_features cm2 = {(VkStructureType)VKL_STYPE_COOPMAT2_NV_FEATURES};
+	VkPhysicalDeviceBufferDeviceAddressFeatures bda = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
+	if (info->coopmat2NV && cm.cooperativeMatrix && v13 && getFeat2) {
+		VkPhysicalDeviceFeatures2 q = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+		q.pNext = &cm2;
+		cm2.pNext = &bda;
+		getFeat2(pd, &q);
+		cm2.pNext = NULL;
+		bda.pNext = NULL;
+		if (cm2.workgroupScope && cm2.flexibleDimensions && cm2.tensorAddressing && cm2.blockLoads && bda.bufferDeviceAddress) {
+			bda.bufferDeviceAddressCaptureReplay = VK_FALSE;
+			bda.bufferDeviceAddressMultiDevice = VK_FALSE;
+			*tail = &cm2; tail = &cm2.pNext;
+			*tail = &bda; tail = &bda.pNext;
+			exts[next++] = "VK_NV_cooperative_matrix2";
+			*cm2On = 1;
 		}
 	}
 	VkDeviceCreateInfo ci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
@@ -451,13 +474,15 @@ func queryDevice(inst vk.Instance, pd vk.PhysicalDevice) (DeviceInfo, error) {
 }
 
 // createLogicalDevice creates the device with one queue of the given family and the
-// storage/arithmetic features the query found enabled.
-func createLogicalDevice(inst vk.Instance, pd vk.PhysicalDevice, family uint32, raw *rawDevice) (vk.Device, error) {
-	var dev C.VkDevice
-	if r := C.vkl_create_device(cInstance(inst), cPhysical(pd), C.uint32_t(family), &raw.c, &dev); r != C.VK_SUCCESS {
-		return nil, resultError(vk.Result(r))
+// storage/arithmetic features the query found enabled; cm2 reports whether NV cooperative
+// matrix 2 (with bufferDeviceAddress) was enabled.
+func createLogicalDevice(inst vk.Instance, pd vk.PhysicalDevice, family uint32, raw *rawDevice) (dev vk.Device, cm2 bool, err error) {
+	var d C.VkDevice
+	var on C.int
+	if r := C.vkl_create_device(cInstance(inst), cPhysical(pd), C.uint32_t(family), &raw.c, &d, &on); r != C.VK_SUCCESS {
+		return nil, false, resultError(vk.Result(r))
 	}
-	return vk.Device(unsafe.Pointer(dev)), nil
+	return vk.Device(unsafe.Pointer(d)), on != 0, nil
 }
 
 // setValidationErrors overwrites the error count (tests use it to undo a deliberate error).
