@@ -9,11 +9,16 @@
 // clamps), and times scale. The selection takes the largest first, equal values to the lower
 // index, and never a NaN over a number. ids[t·USED + j] and wts[t·USED + j] get the j-th
 // choice, best first; nothing goes back to the host.
-// One 64-thread workgroup per token: the maximum, the sum and each of the USED arg-maxes are
-// shared-memory reductions over the logits held in shared memory (NE <= 512); exp and the
-// divisions are correctly rounded (exact.glsl), the sum of the softmax is an f32 tree (the CPU
-// sums in f64: the weights may differ from its in the last bit, the choice only on an exact
-// tie of two rounded probabilities).
+// One 64-thread workgroup per token, each thread holding the logits of experts tid, tid+64, ..
+// (NE <= 512) in registers: every maximum, sum and arg-max is a subgroup reduction whose
+// per-subgroup results meet in shared memory across one barrier (a decode step's routing is
+// serial latency: two barriers a selection instead of a seven-level shared-memory tree). exp
+// and the divisions are correctly rounded (exact.glsl); the sum of the softmax is an f32
+// reduction (the CPU sums in f64: the weights may differ from its in the last bit, the choice
+// only on an exact tie of two rounded probabilities).
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Lb { float logits[]; };
 layout(std430, binding = 1) writeonly buffer Ib { uint ids[]; };
@@ -29,20 +34,55 @@ layout(push_constant) uniform P {
 
 #include "exact.glsl" // expExact, divExact
 
-const uint MAX_E = 512u;
-shared float prob[MAX_E];
-shared uint taken[MAX_E];
-shared float redV[64];
-shared uint redI[64];
+const uint PER = 8u; // experts a thread holds: NE <= 64·PER = 512
+shared float redF[2][64]; // per-subgroup partial results, two slots used in turn
+shared uint redU[2][64];
 shared uint sel[64];
+shared float selP[64];
 
-// better reports whether value a at index ia goes before b at ib.
-bool better(float a, uint ia, float b, uint ib) {
-    if (ib == 0xffffffffu) return ia != 0xffffffffu;
-    if (ia == 0xffffffffu) return false;
-    if (isnan(a) != isnan(b)) return !isnan(a);
-    if (!isnan(a) && a != b) return a > b;
-    return ia < ib;
+// Each reduction writes its subgroup's result into slot `slot`, waits once, and combines every
+// subgroup's; consecutive reductions alternate slots, so a slot is rewritten only after every
+// thread has passed the barrier of the reduction in between (and so has read it).
+float wgMaxF(float v, uint slot) {
+    v = subgroupMax(v);
+    if (subgroupElect()) redF[slot][gl_SubgroupID] = v;
+    barrier();
+    float r = redF[slot][0];
+    for (uint g = 1u; g < gl_NumSubgroups; g++) r = max(r, redF[slot][g]);
+    return r;
+}
+float wgSumF(float v, uint slot) {
+    v = subgroupAdd(v);
+    if (subgroupElect()) redF[slot][gl_SubgroupID] = v;
+    barrier();
+    float r = redF[slot][0];
+    for (uint g = 1u; g < gl_NumSubgroups; g++) r += redF[slot][g];
+    return r;
+}
+uint wgMaxU(uint v, uint slot) {
+    v = subgroupMax(v);
+    if (subgroupElect()) redU[slot][gl_SubgroupID] = v;
+    barrier();
+    uint r = redU[slot][0];
+    for (uint g = 1u; g < gl_NumSubgroups; g++) r = max(r, redU[slot][g]);
+    return r;
+}
+uint wgMinU(uint v, uint slot) {
+    v = subgroupMin(v);
+    if (subgroupElect()) redU[slot][gl_SubgroupID] = v;
+    barrier();
+    uint r = redU[slot][0];
+    for (uint g = 1u; g < gl_NumSubgroups; g++) r = min(r, redU[slot][g]);
+    return r;
+}
+
+// rankKey orders candidates as the selection does: larger values first (-0 as +0), any number
+// before a NaN, a NaN before no candidate (0); equal keys go to the lower index.
+uint rankKey(float v, bool present) {
+    if (!present) return 0u;
+    if (isnan(v)) return 1u;
+    uint u = floatBitsToUint(v == 0.0 ? 0.0 : v);
+    return (u >> 31) != 0u ? ~u : (u | 0x80000000u);
 }
 
 void main() {
@@ -50,77 +90,69 @@ void main() {
     if (t >= p.M) return; // uniform over the workgroup
     uint tid = gl_LocalInvocationID.x;
     uint row = t * p.NE;
-    for (uint i = tid; i < p.NE; i += 64u) {
-        prob[i] = logits[row + i];
-        taken[i] = 0u;
+    float prob[PER];
+    [[unroll]] for (uint k = 0u; k < PER; k++) {
+        uint i = tid + 64u * k;
+        prob[k] = i < p.NE ? logits[row + i] : 0.0;
     }
-    barrier();
+    uint slot = 0u;
     if (p.gating == 1u) {
         float mx = -1.0 / 0.0;
-        for (uint i = tid; i < p.NE; i += 64u) mx = max(mx, prob[i]);
-        redV[tid] = mx;
-        barrier();
-        for (uint s = 32u; s > 0u; s >>= 1) {
-            if (tid < s) redV[tid] = max(redV[tid], redV[tid + s]);
-            barrier();
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            if (tid + 64u * k < p.NE) mx = max(mx, prob[k]);
         }
-        mx = redV[0];
-        barrier();
+        mx = wgMaxF(mx, slot);
+        slot ^= 1u;
         float sum = 0.0;
-        for (uint i = tid; i < p.NE; i += 64u) {
-            precise float d = prob[i] - mx;
-            float e = expExact(d);
-            prob[i] = e;
-            sum += e;
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            if (tid + 64u * k < p.NE) {
+                precise float d = prob[k] - mx;
+                prob[k] = expExact(d);
+                sum += prob[k];
+            }
         }
-        redV[tid] = sum;
-        barrier();
-        for (uint s = 32u; s > 0u; s >>= 1) {
-            if (tid < s) redV[tid] += redV[tid + s];
-            barrier();
+        float inv = divExact(1.0, wgSumF(sum, slot));
+        slot ^= 1u;
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            precise float v = prob[k] * inv;
+            prob[k] = v;
         }
-        float inv = divExact(1.0, redV[0]);
-        barrier();
-        for (uint i = tid; i < p.NE; i += 64u) {
-            precise float v = prob[i] * inv;
-            prob[i] = v;
-        }
-        barrier();
     } else if (p.gating == 2u) {
-        for (uint i = tid; i < p.NE; i += 64u) {
-            precise float d = 1.0 + expExact(-prob[i]);
-            prob[i] = divExact(1.0, d);
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            if (tid + 64u * k < p.NE) {
+                precise float d = 1.0 + expExact(-prob[k]);
+                prob[k] = divExact(1.0, d);
+            }
         }
-        barrier();
     }
+    uint taken = 0u; // bit k: expert tid + 64k is chosen
     for (uint j = 0u; j < p.USED; j++) {
-        float bv = 0.0;
-        uint bi = 0xffffffffu;
-        for (uint i = tid; i < p.NE; i += 64u) {
-            if (taken[i] == 0u && better(prob[i], i, bv, bi)) {
-                bv = prob[i];
+        uint bk = 0u, bi = 0xffffffffu; // this thread's best untaken expert (ascending k: ties keep the lower index)
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            uint i = tid + 64u * k;
+            uint key = rankKey(prob[k], i < p.NE && (taken & (1u << k)) == 0u);
+            if (key > bk) {
+                bk = key;
                 bi = i;
             }
         }
-        redV[tid] = bv;
-        redI[tid] = bi;
-        barrier();
-        for (uint s = 32u; s > 0u; s >>= 1) {
-            if (tid < s && better(redV[tid + s], redI[tid + s], redV[tid], redI[tid])) {
-                redV[tid] = redV[tid + s];
-                redI[tid] = redI[tid + s];
-            }
-            barrier();
+        uint best = wgMaxU(bk, slot);
+        slot ^= 1u;
+        uint choice = wgMinU(bk == best ? bi : 0xffffffffu, slot);
+        slot ^= 1u;
+        if (choice % 64u == tid) { // the owner marks it and hands its probability over
+            uint k = choice / 64u;
+            taken |= 1u << k;
+            float v = prob[0];
+            [[unroll]] for (uint kk = 1u; kk < PER; kk++) if (kk == k) v = prob[kk];
+            sel[j] = choice;
+            selP[j] = v;
         }
-        if (tid == 0u) {
-            sel[j] = redI[0];
-            taken[redI[0]] = 1u;
-        }
-        barrier();
     }
+    barrier();
     if (tid != 0u) return;
     float wv[64];
-    for (uint j = 0u; j < p.USED; j++) wv[j] = prob[sel[j]];
+    for (uint j = 0u; j < p.USED; j++) wv[j] = selP[j];
     if (p.gating == 3u) {
         float mx = wv[0];
         for (uint j = 1u; j < p.USED; j++) mx = max(mx, wv[j]);

@@ -33,6 +33,10 @@ func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating mo
 		s.fail(fmt.Errorf("moe route: gating %v has no kernel", gating))
 		return
 	}
+	if !s.c.Info.Features[FeatureSubgroupArith] {
+		s.fail(fmt.Errorf("moe route: device %q has no subgroup arithmetic in compute shaders, which the router's reductions use", s.c.Info.Name))
+		return
+	}
 	kern := s.kernel("moe_route", 3, 24)
 	if kern == nil {
 		return
