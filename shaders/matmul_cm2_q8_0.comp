@@ -1,3 +1,4 @@
 #version 450
 #define T_Q8_0
+#define CM2_XH
 #include "matmul_cm2.glsl"

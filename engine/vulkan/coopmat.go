@@ -353,15 +353,12 @@ func (c *Context) usesCoopmat(t quant.Type, k, m int) bool {
 var llamaOrderTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true}
 
 // matMulCoopmat records the cooperative-matrix GEMM (see MatMul; shapes already checked).
-func (s *Seq) matMulCoopmat(t quant.Type, suf string, w, x, y Binding, k, n, m, xStride, yStride int, accumulate bool) {
-	name, bm, bn := "matmul_coopmat_"+suf, 128, 128 // rows and tokens per workgroup (shaders/matmul_coopmat.glsl)
-	if s.c.cm2 && cm2Types[t] {
-		name, bm, bn = "matmul_cm2_"+suf, cm2BM, cm2BN
-	}
-	kern := s.kernel(name, 3, 24)
+func (s *Seq) matMulCoopmat(suf string, w, x, y Binding, k, n, m, xStride, yStride int, accumulate bool) {
+	kern := s.kernel("matmul_coopmat_"+suf, 3, 24)
 	if kern == nil {
 		return
 	}
+	const bm, bn = 128, 128 // rows and tokens per workgroup (shaders/matmul_coopmat.glsl)
 	gx, gy := (n+bm-1)/bm, (m+bn-1)/bn
 	if gx > maxGroups || gy > maxGroups {
 		s.fail(fmt.Errorf("matmul: %d rows x %d tokens exceed the cooperative-matrix grid", n, m))
@@ -373,4 +370,54 @@ func (s *Seq) matMulCoopmat(t quant.Type, suf string, w, x, y Binding, k, n, m, 
 	}
 	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(m), uint32(xStride), uint32(yStride), acc),
 		uint32(gx), uint32(gy), 1, w, x, y)
+}
+
+// usesCM2 reports whether a prefill product of m tokens with weights of type t and k-element
+// rows takes the cooperative matrix 2 kernels, which read their activations as fp16 (PackF16,
+// then MatMulF16X; Resident.project arranges both).
+func (c *Context) usesCM2(t quant.Type, k, m int) bool {
+	return c.cm2 && cm2Types[t] && c.usesCoopmat(t, k, m)
+}
+
+// PackF16 records the rounding of m rows of k activations x (row t at t·xStride) to fp16 into
+// xh, packed two a word with rows k apart (2·m·k bytes): the operand of MatMulF16X.
+func (s *Seq) PackF16(x, xh Binding, k, m, xStride int) {
+	if k%2 != 0 || m < 1 || xStride < k || xh.Size < uint64(2*m*k) || x.Size < uint64(4*((m-1)*xStride+k)) {
+		s.fail(fmt.Errorf("pack f16: %d rows of %d activations (even), stride %d, into %d bytes from %d", m, k, xStride, xh.Size, x.Size))
+		return
+	}
+	kern := s.kernel("pack_f16", 2, 16)
+	if kern == nil {
+		return
+	}
+	gx, gy := grid1D((m*k/2 + 255) / 256)
+	s.Dispatch(kern, Push(uint32(k), uint32(m), uint32(xStride), gx), gx, gy, 1, x, xh)
+}
+
+// MatMulF16X records MatMul's product on the cooperative matrix 2 kernels for weights of a
+// cm2Types type, with the activations already packed to fp16 by PackF16 (rows k apart).
+func (s *Seq) MatMulF16X(t quant.Type, w, xh, y Binding, k, n, m, yStride int, accumulate bool) {
+	suf, ok := weightSuffix(t)
+	if !ok || !cm2Types[t] || !s.c.cm2Able {
+		s.fail(fmt.Errorf("matmul f16x: no cooperative matrix 2 kernel for %v on this device", t))
+		return
+	}
+	if k <= 0 || k%blockElems(t) != 0 || k%cm2BK != 0 || n <= 0 || m <= 0 {
+		s.fail(fmt.Errorf("matmul f16x %v: rows of %d elements (a multiple of %d and of %d), %d rows, %d tokens", t, k, blockElems(t), cm2BK, n, m))
+		return
+	}
+	gx, gy := (n+cm2BM-1)/cm2BM, (m+cm2BN-1)/cm2BN
+	if gx > maxGroups || gy > maxGroups {
+		s.fail(fmt.Errorf("matmul f16x: %d rows x %d tokens exceed the grid", n, m))
+		return
+	}
+	kern := s.kernel("matmul_cm2_"+suf, 3, 24)
+	if kern == nil {
+		return
+	}
+	acc := uint32(0)
+	if accumulate {
+		acc = 1
+	}
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(m), uint32(k), uint32(yStride), acc), uint32(gx), uint32(gy), 1, w, xh, y)
 }

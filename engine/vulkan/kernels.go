@@ -149,7 +149,7 @@ func (s *Seq) MatMul(t quant.Type, w, x, y Binding, k, n, m, xStride, yStride in
 		return
 	}
 	if s.c.usesCoopmat(t, k, m) {
-		s.matMulCoopmat(t, suf, w, x, y, k, n, m, xStride, yStride, accumulate)
+		s.matMulCoopmat(suf, w, x, y, k, n, m, xStride, yStride, accumulate)
 		return
 	}
 	name := "matmul_" + suf // 8 tokens per workgroup

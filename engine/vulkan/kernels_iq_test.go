@@ -157,6 +157,16 @@ func TestIQuantCoopmatGEMMWithinBound(t *testing.T) {
 // fp16-rounded inputs|, Σ|w·x|); rows past n must stay untouched.
 func checkProduct(t *testing.T, c *Context, typ quant.Type, wq []byte, k, n, m, xs, ys int, ok func(e, e16, mag float64) bool) {
 	t.Helper()
+	checkProductWith(t, c, typ, wq, k, n, m, xs, ys, ok, func(s *Seq, w, x, y Binding, acc bool) {
+		s.MatMul(typ, w, x, y, k, n, m, xs, ys, acc)
+	})
+}
+
+// checkProductWith is checkProduct with the product recorded by record (plain, then
+// accumulating).
+func checkProductWith(t *testing.T, c *Context, typ quant.Type, wq []byte, k, n, m, xs, ys int, ok func(e, e16, mag float64) bool,
+	record func(s *Seq, w, x, y Binding, accumulate bool)) {
+	t.Helper()
 	wd := dequantized(t, typ, wq, k*n)
 	rng := rand.New(rand.NewSource(int64(k*n + m)))
 	x := randVec(rng, xs*m, 1)
@@ -167,8 +177,9 @@ func checkProduct(t *testing.T, c *Context, typ quant.Type, wq []byte, k, n, m, 
 	wb, xb := uploadBytes(t, c, wq), upload(t, c, x)
 	yb, ya := upload(t, c, ones), upload(t, c, ones)
 	run(t, c, func(s *Seq) {
-		s.MatMul(typ, wb.All(), xb.All(), yb.All(), k, n, m, xs, ys, false)
-		s.MatMul(typ, wb.All(), xb.All(), ya.All(), k, n, m, xs, ys, true)
+		record(s, wb.All(), xb.All(), yb.All(), false)
+		s.Barrier()
+		record(s, wb.All(), xb.All(), ya.All(), true)
 	})
 	got, gotAcc := readF32(t, yb, ys*m), readF32(t, ya, ys*m)
 	worst := 0.0

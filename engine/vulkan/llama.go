@@ -502,6 +502,26 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 		busy = busy || d
 	}
 	xq := r.xq.Range(0, uint64(4*m*k))
+	// Prefill products on the cooperative matrix 2 kernels share one fp16 packing of x in xq.
+	packed := false
+	for i, p := range ps {
+		if done[i] || !r.c.usesCM2(p.w.typ, k, m) {
+			continue
+		}
+		if !packed {
+			if busy {
+				s.Barrier()
+			}
+			s.PackF16(x, xq, k, m, k)
+			s.Barrier()
+			packed, busy = true, true
+		}
+		for _, sl := range p.w.slices {
+			size := uint64(4 * ((m-1)*p.yStride + sl.rows))
+			s.MatMulF16X(p.w.typ, sl.buf.All(), xq, p.y.Range(uint64(4*sl.row0), size), k, sl.rows, m, p.yStride, p.acc)
+		}
+		done[i] = true
+	}
 	for i := range ps {
 		if done[i] {
 			continue
