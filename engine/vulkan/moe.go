@@ -144,11 +144,21 @@ func (s *Seq) MoECombine(x, o, wts, sh, g Binding, dim, used, m int, shared bool
 }
 
 // moeTilePairs is the most pairs of one expert a grouped product's tile takes (moe_gemm.glsl's
-// TM); moeTileRows the rows one group of its lanes takes (NR).
+// TM); moeTileRows the rows one group of its lanes takes (NR); moeCoopmatTilePairs the most
+// moe_gemm_coopmat.glsl takes (BN), the tile size moeFFN groups with when every expert product
+// of the layer runs there.
 const (
-	moeTilePairs = 16
-	moeTileRows  = 2
+	moeTilePairs        = 16
+	moeTileRows         = 2
+	moeCoopmatTilePairs = 32
 )
+
+// moeUsesCoopmat reports whether the grouped expert products of weights of type t and k-element
+// rows run on moe_gemm_coopmat (the cooperative-matrix tier, as usesCoopmat decides for dense
+// prefill).
+func (c *Context) moeUsesCoopmat(t quant.Type, k int) bool {
+	return c.usesCoopmat(t, k, 2)
+}
 
 // moeMaxTiles bounds the tiles moe_group makes of pairs pairs over experts experts: every
 // expert's last tile may be partial.
@@ -161,6 +171,16 @@ func moeMaxTiles(pairs, experts int) int {
 // of tiles and each tile's (expert, first index into sorted, pairs), at most moeTilePairs
 // pairs a tile. tiles holds 1 + 3·moeMaxTiles(pairs, experts) uint32s, sorted pairs.
 func (s *Seq) MoEGroup(ids, tiles, sorted Binding, pairs, experts int) {
+	s.MoEGroupTiles(ids, tiles, sorted, pairs, experts, moeTilePairs)
+}
+
+// MoEGroupTiles is MoEGroup with tiles of at most tilePairs pairs (moeTilePairs, or
+// moeCoopmatTilePairs where every product of the grouping runs on moe_gemm_coopmat).
+func (s *Seq) MoEGroupTiles(ids, tiles, sorted Binding, pairs, experts, tilePairs int) {
+	if tilePairs != moeTilePairs && tilePairs != moeCoopmatTilePairs {
+		s.fail(fmt.Errorf("moe group: tiles of %d pairs (the kernels take %d or %d)", tilePairs, moeTilePairs, moeCoopmatTilePairs))
+		return
+	}
 	if pairs <= 0 || experts <= 0 || experts > moeMaxExperts {
 		s.fail(fmt.Errorf("moe group: %d pairs over %d experts (at most %d)", pairs, experts, moeMaxExperts))
 		return
@@ -173,7 +193,7 @@ func (s *Seq) MoEGroup(ids, tiles, sorted Binding, pairs, experts int) {
 	if kern == nil {
 		return
 	}
-	s.Dispatch(kern, Push(uint32(pairs), uint32(experts), uint32(moeTilePairs)), 1, 1, 1, ids, tiles, sorted)
+	s.Dispatch(kern, Push(uint32(pairs), uint32(experts), uint32(tilePairs)), 1, 1, 1, ids, tiles, sorted)
 }
 
 // MoEGEMM records the expert products of MoEMatVec for pairs grouped by MoEGroup: each tile's
@@ -198,13 +218,25 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 		s.fail(fmt.Errorf("moe gemm %v: %d tiles exceed the %d-workgroup grid", t, maxTiles, maxGroups))
 		return
 	}
-	kern := s.kernel("moe_gemm_"+suf, 5, 40)
-	if kern == nil {
-		return
-	}
 	per := uint32(0)
 	if xPerPair {
 		per = 1
+	}
+	if s.c.moeUsesCoopmat(t, k) {
+		// Tiles of up to moeCoopmatTilePairs pairs (fewer when the grouping took moeTilePairs);
+		// the bound on their count from the smaller tiles covers both.
+		kern := s.kernel("moe_gemm_coopmat_"+suf, 5, 32)
+		if kern == nil {
+			return
+		}
+		const bm = 128 // rows per workgroup (moe_gemm_coopmat.glsl)
+		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride)),
+			uint32((n+bm-1)/bm), 1, uint32(maxTiles), w, x, y, tiles, sorted)
+		return
+	}
+	kern := s.kernel("moe_gemm_"+suf, 5, 40)
+	if kern == nil {
+		return
 	}
 	lanes := moeLanes(k)
 	rows := moeTileRows * 64 / lanes

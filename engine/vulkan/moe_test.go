@@ -272,6 +272,10 @@ func TestMoEMatVecSwiGLUEqualsTheProductsApart(t *testing.T) {
 // expert in order, the tiles covering them.
 func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 	c := ctxOrSkip(t)
+	// moe_gemm's own bound: on a cooperative-matrix device the products would take
+	// moe_gemm_coopmat (TestMoEGEMMCoopmatWithinTheCoopmatBound).
+	defer func(g gemmTier) { c.gemm = g }(c.gemm)
+	c.gemm = gemmShared
 	const n, ne, used, m = 7, 5, 3, 23
 	pairs := m * used
 	rng := rand.New(rand.NewSource(3))
@@ -369,6 +373,87 @@ func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// On the cooperative-matrix tier the grouped expert products run on moe_gemm_coopmat (fp16
+// tiles, fp32 accumulation), held to the dense coopmat GEMM's two bounds: against the products
+// of the fp16-rounded inputs |gpu − ref16| ≤ 1e-4·Σ|w·x| + 1e-5, against the exact products
+// |gpu − ref| ≤ 2e-3·Σ|w·x| + 1e-5. 200 rows (a whole and a partial 128-row block), 23 tokens ×
+// 3 slots over 5 experts with expert 4 taking 40 pairs (a full 32-pair tile and a partial one;
+// three 16-pair tiles when grouped for moe_gemm), grouped both ways, both input forms, the
+// tensor bound as two bindings; the test fails if the products do not take moe_gemm_coopmat.
+func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
+	c := ctxOrSkip(t)
+	coopmatOrSkip(t, c)
+	const n, ne, used, m = 200, 5, 3, 23
+	pairs := m * used
+	rng := rand.New(rand.NewSource(4))
+	ids := make([]uint32, pairs)
+	for q := range ids {
+		if q < 40 {
+			ids[q] = 4
+		} else {
+			ids[q] = []uint32{0, 1, 3}[rng.Intn(3)]
+		}
+	}
+	rng.Shuffle(pairs, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	ib := uploadU32(t, c, ids)
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.IQ4_XS, quant.IQ2_XXS, quant.MXFP4, quant.F16} {
+		k := 64
+		if typ.BlockSize() > 32 {
+			k = 512
+		}
+		if !c.moeUsesCoopmat(typ, k) {
+			continue // the exact tier keeps llama.cpp's order for Q4_0/Q8_0
+		}
+		for _, tilePairs := range []int{moeTilePairs, moeCoopmatTilePairs} {
+			tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
+			sb := uploadU32(t, c, make([]uint32, pairs))
+			run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, ne, tilePairs) })
+			for _, perPair := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/tiles%d/perPair=%v", typ, tilePairs, perPair), func(t *testing.T) {
+					rng := rand.New(rand.NewSource(int64(typ)*13 + int64(tilePairs)))
+					wq, wd := moeTestWeights(t, rng, typ, k, n, ne)
+					xRows := m
+					if perPair {
+						xRows = pairs
+					}
+					x := randVec(rng, xRows*k, 1)
+					per := len(wq) / ne
+					w0, w1 := uploadBytes(t, c, wq[:3*per]), uploadBytes(t, c, wq[3*per:])
+					xb, yb := upload(t, c, x), upload(t, c, poisoned(pairs*n))
+					run(t, c, func(s *Seq) {
+						s.MoEGEMM(typ, w0.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 0, 3, used, pairs, ne, perPair, k, n)
+						s.MoEGEMM(typ, w1.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 3, 2, used, pairs, ne, perPair, k, n)
+					})
+					suf, _ := weightSuffix(typ)
+					if _, made := c.kernels["moe_gemm_coopmat_"+suf]; !made {
+						t.Fatalf("%v: the grouped products did not take moe_gemm_coopmat_%s", typ, suf)
+					}
+					got := readF32(t, yb, pairs*n)
+					for q := 0; q < pairs; q++ {
+						e, xr := int(ids[q]), q/used
+						if perPair {
+							xr = q
+						}
+						for r := 0; r < n; r++ {
+							var ref, ref16, mag float64
+							for i := 0; i < k; i++ {
+								wv, xv := wd[(e*n+r)*k+i], x[xr*k+i]
+								ref += float64(wv) * float64(xv)
+								ref16 += roundF16(wv) * roundF16(xv)
+								mag += math.Abs(float64(wv) * float64(xv))
+							}
+							g := float64(got[q*n+r])
+							if e16, ex := math.Abs(g-ref16), math.Abs(g-ref); !(e16 <= 1e-4*mag+1e-5 && ex <= 2e-3*mag+1e-5) {
+								t.Fatalf("pair %d (expert %d) row %d: got %v, want %v (fp16 inputs %v), Σ|w·x| %g", q, e, r, g, ref, ref16, mag)
+							}
+						}
+					}
+				})
+			}
 		}
 	}
 }

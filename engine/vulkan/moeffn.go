@@ -381,7 +381,11 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
 	s.Barrier()
 	if m > 1 {
-		s.MoEGroup(ms.ids.Range(0, uint64(4*pairs)), ms.tiles.All(), ms.sorted.All(), pairs, p.Experts)
+		tilePairs := moeTilePairs
+		if r.c.moeUsesCoopmat(w.gate.typ, dim) && r.c.moeUsesCoopmat(w.up.typ, dim) && r.c.moeUsesCoopmat(w.down.typ, ff) {
+			tilePairs = moeCoopmatTilePairs
+		}
+		s.MoEGroupTiles(ms.ids.Range(0, uint64(4*pairs)), ms.tiles.All(), ms.sorted.All(), pairs, p.Experts, tilePairs)
 		s.Barrier()
 	}
 	hid := r.gate.Range(0, uint64(4*pairs*ff))
