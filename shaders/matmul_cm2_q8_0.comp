@@ -1,4 +1,5 @@
 #version 450
 #define T_Q8_0
 #define CM2_XH
+#define CM2_BM 64
 #include "matmul_cm2.glsl"

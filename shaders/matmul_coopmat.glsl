@@ -59,64 +59,8 @@ shared f16vec4 sa[BM * SK4]; // weights: row r at r*SK4 (row-major A)
 shared f16vec4 sb[BN * SK4]; // activations: token t at t*SK4 (column-major B)
 shared float edge[NSG * 256u]; // one 16x16 fp32 fragment per subgroup, for tiles at the edges
 
-// XREG is how activations wait in registers between their load and their store to shared
-// memory: as loaded (CM_XRAW: fp32, converted at the store, so the load's latency overlaps the
-// products) or converted at once.
-#ifdef CM_XRAW
-#define XREG vec4
-#else
-#define XREG f16vec4
-#endif
-
-// WRAW registers of each weight unit wait between its load and its store: the unit expanded to
-// fp16 (8 f16vec4), or with CM_PREFETCH_Q4K (a Q4_K candidate) the unit's raw block words (d and dmin,
-// the 12 scale bytes, the 32 quant bytes), expanded at the store so that the load's latency
-// overlaps the products.
-#ifdef CM_PREFETCH_Q4K
-#define WREG uint
-const uint WRAW = 12u;
-#else
-#define WREG f16vec4
-const uint WRAW = 8u;
-#endif
-
-#ifdef CM_PREFETCH_Q4K
-// expandQ4K writes the fp16 values of unit sub (0..7) of a Q4_K block from its raw words.
-void expandQ4K(uint sub, WREG raw[WPT * WRAW], uint j, inout f16vec4 out8[8]) {
-    vec2 dm = unpackHalf2x16(raw[WRAW * j]);
-    uint sb[12];
-    [[unroll]] for (uint b = 0u; b < 12u; b++) sb[b] = (raw[WRAW * j + 1u + b / 4u] >> (8u * (b % 4u))) & 0xffu;
-    uint sc, mn;
-    if (sub < 4u) {
-        sc = sb[sub] & 63u;
-        mn = sb[sub + 4u] & 63u;
-    } else {
-        sc = (sb[sub + 4u] & 15u) | ((sb[sub - 4u] >> 6) << 4);
-        mn = (sb[sub + 4u] >> 4) | ((sb[sub] >> 6) << 4);
-    }
-    float dl = dm.x * float(sc), ml = dm.y * float(mn);
-    uint sh = (sub & 1u) * 4u;
-    [[unroll]] for (uint i = 0u; i < 8u; i++) {
-        uint wd = raw[WRAW * j + 4u + i] >> sh;
-        out8[i] = f16vec4(dl * float(wd & 15u) - ml, dl * float((wd >> 8) & 15u) - ml,
-                          dl * float((wd >> 16) & 15u) - ml, dl * float((wd >> 24) & 15u) - ml);
-    }
-}
-#endif
-
-// loadStep fetches step u0's weight units (see WRAW) and activations into registers.
-void loadStep(uint u0, uint tid, uint r0, uint t0, uint units, inout WREG wa[WPT * WRAW], inout XREG xa[XPT * 8u]) {
-#ifdef CM_PREFETCH_Q4K
-    [[unroll]] for (uint j = 0u; j < WPT; j++) {
-        uint e = tid + NT * j;
-        uint row = r0 + e % BM, u = u0 + e / BM;
-        bool in_ = row < p.N && u < units;
-        uint base = in_ ? (row * (p.K / 256u) + u / 8u) * 36u : 0u; // the block's first word
-        uint q0 = base + 4u + ((u % 8u) / 2u) * 8u;                 // its unit's quant words
-        [[unroll]] for (uint i = 0u; i < 4u; i++) wa[WRAW * j + i] = in_ ? w[base + i] : 0u;
-        [[unroll]] for (uint i = 0u; i < 8u; i++) wa[WRAW * j + 4u + i] = in_ ? w[q0 + i] : 0u;
-    }
-#else
+// loadStep fetches step u0's weight units and activations into registers as fp16.
+void loadStep(uint u0, uint tid, uint r0, uint t0, uint units, inout f16vec4 wa[WPT * 8u], inout f16vec4 xa[XPT * 8u]) {
     float v[32];
     [[unroll]] for (uint j = 0u; j < WPT; j++) {
         uint e = tid + NT * j;
@@ -127,15 +71,14 @@ void loadStep(uint u0, uint tid, uint r0, uint t0, uint units, inout WREG wa[WPT
             [[unroll]] for (uint i = 0u; i < 32u; i++) v[i] = 0.0;
         }
         [[unroll]] for (uint i = 0u; i < 8u; i++)
-            wa[WRAW * j + i] = f16vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]);
+            wa[8u * j + i] = f16vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]);
     }
-#endif
     [[unroll]] for (uint j = 0u; j < XPT; j++) {
         uint e = tid + NT * j;
         uint tok = t0 + e % BN, u = u0 + e / BN;
         bool in_ = tok < p.M && u < units;
         uint xb = tok * (p.xStride / 4u) + u * 8u;
-        [[unroll]] for (uint i = 0u; i < 8u; i++) xa[8u * j + i] = in_ ? XREG(x4[xb + i]) : XREG(0.0);
+        [[unroll]] for (uint i = 0u; i < 8u; i++) xa[8u * j + i] = in_ ? f16vec4(x4[xb + i]) : f16vec4(0.0);
     }
 }
 
@@ -153,24 +96,17 @@ void main() {
             acc[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
 
     uint units = p.K / 32u;
-    WREG wa[WPT * WRAW];
-    XREG xa[XPT * 8u];
+    f16vec4 wa[WPT * 8u], xa[XPT * 8u];
     loadStep(0u, tid, r0, t0, units, wa, xa);
     for (uint u0 = 0u; u0 < units; u0 += BK / 32u) {
         barrier(); // the previous step's products have read sa/sb
         [[unroll]] for (uint j = 0u; j < WPT; j++) {
             uint e = tid + NT * j;
-#ifdef CM_PREFETCH_Q4K
-            f16vec4 h[8];
-            expandQ4K((u0 + e / BM) % 8u, wa, j, h);
-            [[unroll]] for (uint i = 0u; i < 8u; i++) sa[(e % BM) * SK4 + (e / BM) * 8u + i] = h[i];
-#else
-            [[unroll]] for (uint i = 0u; i < 8u; i++) sa[(e % BM) * SK4 + (e / BM) * 8u + i] = wa[WRAW * j + i];
-#endif
+            [[unroll]] for (uint i = 0u; i < 8u; i++) sa[(e % BM) * SK4 + (e / BM) * 8u + i] = wa[8u * j + i];
         }
         [[unroll]] for (uint j = 0u; j < XPT; j++) {
             uint e = tid + NT * j;
-            [[unroll]] for (uint i = 0u; i < 8u; i++) sb[(e % BN) * SK4 + (e / BN) * 8u + i] = f16vec4(xa[8u * j + i]);
+            [[unroll]] for (uint i = 0u; i < 8u; i++) sb[(e % BN) * SK4 + (e / BN) * 8u + i] = xa[8u * j + i];
         }
         barrier();
         // The next step's data into registers while the subgroups multiply this one.

@@ -253,29 +253,36 @@ func (c *Context) selectGEMMTier() {
 	if c.gemm == gemmCoopmat && c.cm2Device {
 		var err error
 		if flex, err = queryFlex(c.inst.handle, c.physical); err != nil {
-			c.cm2, c.cm2Reason = false, err.Error()
+			c.cm2Able, c.cm2Reason = false, err.Error()
 			return
 		}
 	}
 	c.cm2Able, c.cm2Reason = chooseCM2(c.gemm, c.cm2Device, flex)
-	c.cm2 = c.cm2Able && config.GPUCM2.Bool()
-	if c.cm2Able && !c.cm2 {
-		c.cm2Reason = "able, not used: " + cm2Default
+	c.cm2All = config.GPUCM2.Bool()
+	if c.cm2Able {
+		if c.cm2All {
+			c.cm2Reason += "; every cm2 type takes them (VKLLM_GPU_CM2=1)"
+		} else {
+			c.cm2Reason += "; F16 weights take them, the quantized types the KHR kernels (measured faster on the H200; VKLLM_GPU_CM2=1 for every cm2 type)"
+		}
 	}
 }
-
-// cm2Default says why the cooperative matrix 2 kernels are opt-in (VKLLM_GPU_CM2=1): measured on
-// the H200 they are slower than the KHR kernels so far.
-const cm2Default = "measured slower than the KHR kernels on the H200 (4096x4096 Q4_K x 512: 0.44 ms vs 0.26 ms, 2026-12-03); VKLLM_GPU_CM2=1 takes them"
 
 // The cooperative matrix 2 kernels (shaders/matmul_cm2.glsl): workgroup-scope matrices of
 // cm2BM rows x cm2BN tokens, cm2BK deep, on cm2Invocations threads, loading quantized
 // weights through decode functions. They serve the types in cm2Types on devices whose
 // VK_NV_cooperative_matrix2 lists that shape (flexible dimensions); every other type keeps
 // the KHR kernels of the same tier.
-const cm2BM, cm2BN, cm2BK, cm2Invocations = 128, 128, 32, 256
+const cm2BM, cm2BN, cm2BK, cm2Invocations = 64, 128, 32, 256
 
 var cm2Types = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true, quant.F16: true}
+
+// cm2Faster are the cm2Types whose prefill the cm2 kernels serve by default: measured faster
+// than the KHR kernels on the H200 (BenchmarkCM2Tiles, 2026-12-03, 512 tokens: F16 100-107
+// TFLOP/s against 47-55). The quantized types' per-element decode in the load kept them slower
+// (Q4_K 56-60 TFLOP/s against 58-67, Q4_0 65-84 against 72-82; the 8B pp512 3193 against 4521
+// t/s on Q4_0): VKLLM_GPU_CM2=1 takes them too, for A/B.
+var cm2Faster = map[quant.Type]bool{quant.F16: true}
 
 // flexShape is one VkCooperativeMatrixFlexibleDimensionsPropertiesNV entry.
 type flexShape struct {
@@ -376,7 +383,7 @@ func (s *Seq) matMulCoopmat(suf string, w, x, y Binding, k, n, m, xStride, yStri
 // rows takes the cooperative matrix 2 kernels, which read their activations as fp16 (PackF16,
 // then MatMulF16X; Resident.project arranges both).
 func (c *Context) usesCM2(t quant.Type, k, m int) bool {
-	return c.cm2 && cm2Types[t] && c.usesCoopmat(t, k, m)
+	return c.cm2Able && cm2Types[t] && (c.cm2All || cm2Faster[t]) && c.usesCoopmat(t, k, m)
 }
 
 // PackF16 records the rounding of m rows of k activations x (row t at t·xStride) to fp16 into
