@@ -16,10 +16,7 @@
 // words): the two 16-byte halves h of block u sit at xq4[((u/32)·2 + h)·32 + u%32]; xs[u] =
 // (d, Σq); row t's output starts x8QuantBytes(K) bytes and K/32 blocks after row t-1's (x8.go).
 // Eight threads a block, one vec4 each; the block's largest magnitude and sum go
-// through shared memory. With F_NORM (one workgroup a row) each thread takes NV vec4s a pass,
-// kept in registers from the sum of squares on: a row of up to 256·NV·4 elements is one pass,
-// four barriers, where one vec4 a thread took K/1024 passes (the rounding is a decode step's
-// serial latency, not its bandwidth).
+// through shared memory.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : enable
@@ -34,10 +31,9 @@ const uint F_NORM = 1u, F_SWIGLU = 2u, F_Q8K = 4u;
 
 #include "exact.glsl" // roundHalf, expExact, divExact
 
-const uint NV = 8u; // vec4s a thread takes per pass with F_NORM
-shared float part[256u * NV];
-shared float sval[256u * NV]; // F_Q8K: each thread's signed value of largest magnitude
-shared float grpMax[32u * NV], grpVal[32u * NV]; // F_Q8K: each 8-thread group's
+shared float part[256];
+shared float sval[256]; // F_Q8K: each thread's signed value of largest magnitude
+shared float grpMax[32], grpVal[32]; // F_Q8K: each 8-thread group's
 shared float ssPart[32];
 
 float swiglu(float a, float b) {
@@ -56,24 +52,11 @@ void main() {
     uint s0 = row * (p.K / 32u);                         // its blocks
     float scale = 1.0;
     bool norm = (p.flags & F_NORM) != 0u;
-    bool q8k = (p.flags & F_Q8K) != 0u;
-    uint nv = norm ? NV : 1u;                  // vec4s a thread takes per pass (uniform)
-    bool held = norm && n4 <= 256u * NV;       // the whole row stays in registers (uniform)
-    vec4 v[NV];
-    [[unroll]] for (uint j = 0u; j < NV; j++) v[j] = vec4(0.0);
     if (norm) { // one workgroup: the sum of squares over all of x first
         float ss = 0.0;
-        if (held) {
-            [[unroll]] for (uint j = 0u; j < NV; j++) {
-                uint i = tid + 256u * j;
-                if (i < n4) v[j] = x4[x0 + i];
-                ss += dot(v[j], v[j]);
-            }
-        } else {
-            for (uint i = tid; i < n4; i += 256u) {
-                vec4 a = x4[x0 + i];
-                ss += dot(a, a);
-            }
+        for (uint i = tid; i < n4; i += 256u) {
+            vec4 v = x4[x0 + i];
+            ss += dot(v, v);
         }
         ss = subgroupAdd(ss);
         if (subgroupElect()) ssPart[gl_SubgroupID] = ss;
@@ -83,84 +66,63 @@ void main() {
         scale = inversesqrt(total / float(p.K) + p.eps);
     }
     uint first = norm ? 0u : gl_WorkGroupID.x * 256u;
-    uint step = norm ? 256u * NV : gl_NumWorkGroups.x * 256u;
+    uint step = norm ? 256u : gl_NumWorkGroups.x * 256u;
     for (uint i0 = first; i0 < n4; i0 += step) { // uniform: every thread takes every pass
-        // Slot j: this thread's vec4 i = i0 + 256·j + tid, word i % 8 of block i / 8.
-        [[unroll]] for (uint j = 0u; j < NV; j++) {
-            if (j >= nv) break;
-            uint i = i0 + 256u * j + tid;
-            bool live = i < n4;
-            if (!held) v[j] = live ? x4[x0 + i] : vec4(0.0);
-            if (live) {
-                if (norm) v[j] = v[j] * scale * g4[i];
-                if ((p.flags & F_SWIGLU) != 0u) {
-                    vec4 b = u4[x0 + i];
-                    v[j] = vec4(swiglu(v[j].x, b.x), swiglu(v[j].y, b.y), swiglu(v[j].z, b.z), swiglu(v[j].w, b.w));
-                }
+        uint i = i0 + tid; // this thread's vec4: word i % 8 of block i / 8
+        bool live = i < n4;
+        vec4 v = vec4(0.0);
+        if (live) {
+            v = x4[x0 + i];
+            if (norm) v = v * scale * g4[i];
+            if ((p.flags & F_SWIGLU) != 0u) {
+                vec4 b = u4[x0 + i];
+                v = vec4(swiglu(v.x, b.x), swiglu(v.y, b.y), swiglu(v.z, b.z), swiglu(v.w, b.w));
             }
-            vec4 a = abs(v[j]);
-            float tm = a.x, tv = v[j].x; // the first of the largest magnitudes, in element order
-            if (a.y > tm) { tm = a.y; tv = v[j].y; }
-            if (a.z > tm) { tm = a.z; tv = v[j].z; }
-            if (a.w > tm) { tm = a.w; tv = v[j].w; }
-            part[256u * j + tid] = tm;
-            sval[256u * j + tid] = tv;
         }
+        vec4 a = abs(v);
+        float tm = a.x, tv = v.x; // the first of the largest magnitudes, in element order
+        if (a.y > tm) { tm = a.y; tv = v.y; }
+        if (a.z > tm) { tm = a.z; tv = v.z; }
+        if (a.w > tm) { tm = a.w; tv = v.w; }
+        part[tid] = tm;
+        sval[tid] = tv;
         barrier();
         uint b0 = tid & ~7u;
-        if (q8k) { // uniform: the first largest magnitude of each 8-thread group
-            [[unroll]] for (uint j = 0u; j < NV; j++) {
-                if (j >= nv) break;
-                uint o = 256u * j + b0;
-                float gm = part[o], gv = sval[o];
-                for (uint jj = 1u; jj < 8u; jj++) {
-                    if (part[o + jj] > gm) { gm = part[o + jj]; gv = sval[o + jj]; }
-                }
-                if ((tid & 7u) == 0u) { grpMax[32u * j + (tid >> 3)] = gm; grpVal[32u * j + (tid >> 3)] = gv; }
+        float amax = 0.0, d;
+        ivec4 q;
+        if ((p.flags & F_Q8K) != 0u) { // uniform
+            // the first largest magnitude of each 8-thread group, then of the 256-block's 8 groups
+            float gm = part[b0], gv = sval[b0];
+            for (uint j = 1u; j < 8u; j++) {
+                if (part[b0 + j] > gm) { gm = part[b0 + j]; gv = sval[b0 + j]; }
             }
+            if ((tid & 7u) == 0u) { grpMax[tid >> 3] = gm; grpVal[tid >> 3] = gv; }
             barrier();
-        }
-        ivec4 q[NV];
-        float d[NV];
-        [[unroll]] for (uint j = 0u; j < NV; j++) {
-            q[j] = ivec4(0);
-            d[j] = 0.0;
-            if (j >= nv) break;
-            if (q8k) { // then of the 256-block's 8 groups
-                uint g0 = 32u * j + ((tid & ~63u) >> 3); // this 256-block's first group
-                float bm = grpMax[g0], bv = grpVal[g0];
-                for (uint jj = 1u; jj < 8u; jj++) {
-                    if (grpMax[g0 + jj] > bm) { bm = grpMax[g0 + jj]; bv = grpVal[g0 + jj]; }
-                }
-                float iscale = bm != 0.0 ? divExact(-127.0, bv) : 0.0;
-                q[j] = min(ivec4(roundEven(iscale * v[j])), ivec4(127));
-                d[j] = bm != 0.0 ? divExact(1.0, iscale) : 0.0;
-            } else {
-                float amax = 0.0;
-                [[unroll]] for (uint jj = 0u; jj < 8u; jj++) amax = max(amax, part[256u * j + b0 + jj]);
-                float inv = amax > 0.0 ? 127.0 / amax : 0.0;
-                q[j] = ivec4(roundEven(v[j] * inv));
-                d[j] = roundHalf(amax / 127.0);
+            uint g0 = (tid & ~63u) >> 3; // this 256-block's first group
+            float bm = grpMax[g0], bv = grpVal[g0];
+            for (uint j = 1u; j < 8u; j++) {
+                if (grpMax[g0 + j] > bm) { bm = grpMax[g0 + j]; bv = grpVal[g0 + j]; }
             }
+            float iscale = bm != 0.0 ? divExact(-127.0, bv) : 0.0;
+            q = min(ivec4(roundEven(iscale * v)), ivec4(127));
+            d = bm != 0.0 ? divExact(1.0, iscale) : 0.0;
+        } else {
+            [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, part[b0 + j]);
+            float inv = amax > 0.0 ? 127.0 / amax : 0.0;
+            q = ivec4(roundEven(v * inv));
+            d = roundHalf(amax / 127.0);
         }
         barrier(); // everyone has read the maxima
-        [[unroll]] for (uint j = 0u; j < NV; j++) {
-            if (j >= nv) break;
-            part[256u * j + tid] = float((q[j].x + q[j].y) + (q[j].z + q[j].w));
-        }
+        part[tid] = float((q.x + q.y) + (q.z + q.w));
         barrier();
-        [[unroll]] for (uint j = 0u; j < NV; j++) {
-            if (j >= nv) break;
-            uint i = i0 + 256u * j + tid;
-            if (i < n4) {
-                uint u = i / 8u, jw = i % 8u;
-                uint word = (uint(q[j].x) & 0xffu) | ((uint(q[j].y) & 0xffu) << 8) | ((uint(q[j].z) & 0xffu) << 16) | (uint(q[j].w) << 24);
-                xq[q0 + (((u / 32u) * 2u + jw / 4u) * 32u + u % 32u) * 4u + jw % 4u] = word;
-                if (jw == 0u) {
-                    float sum = 0.0;
-                    [[unroll]] for (uint jj = 0u; jj < 8u; jj++) sum += part[256u * j + b0 + jj];
-                    xs[s0 + u] = vec2(d[j], sum);
-                }
+        if (live) {
+            uint u = i / 8u, j = i % 8u;
+            uint word = (uint(q.x) & 0xffu) | ((uint(q.y) & 0xffu) << 8) | ((uint(q.z) & 0xffu) << 16) | (uint(q.w) << 24);
+            xq[q0 + (((u / 32u) * 2u + j / 4u) * 32u + u % 32u) * 4u + j % 4u] = word;
+            if (j == 0u) {
+                float sum = 0.0;
+                [[unroll]] for (uint jj = 0u; jj < 8u; jj++) sum += part[b0 + jj];
+                xs[s0 + u] = vec2(d, sum);
             }
         }
         barrier(); // part is reused by the next pass
