@@ -7,7 +7,11 @@
 //   0:        x as it is;
 //   F_NORM:   RMSNorm(x)·g, x·g·(1/sqrt(mean(x²)+eps)) as rmsnorm_fast computes it (the grid
 //             is then one workgroup a row: the norm needs all of the row);
-//   F_SWIGLU: silu(x)·u, rounded as swiglu.comp rounds it.
+//   F_SWIGLU: silu(x)·u, rounded as swiglu.comp rounds it;
+//   F_MERGE:  attention_merge's output from attention_split's partials in x (per (head,
+//             token) nSplit ranges of headDim + 2 floats: the range's maximum M, its sum S and
+//             its headDim sums), o = Σ_s exp(M_s − M*)·acc_s / Σ_s exp(M_s − M*)·S_s as
+//             attention_merge.comp computes it (one stage fewer a decode step).
 // and how (flags & F_Q8K): 32-blocks by default; with F_Q8K, 256-blocks as llama.cpp's Q8_K
 // rounds for the K-quants and i-quants (K a multiple of 256): max the signed element of largest
 // magnitude (the first on ties), iscale = -127/max, q = min(127, roundEven(iscale·x)), d =
@@ -26,8 +30,35 @@ layout(std430, binding = 1) writeonly buffer Qb { uint xq[]; };
 layout(std430, binding = 2) writeonly buffer Sb { vec2 xs[]; };
 layout(std430, binding = 3) readonly buffer Ub { vec4 u4[]; }; // F_SWIGLU: the up projection
 layout(std430, binding = 4) readonly buffer Gb { vec4 g4[]; }; // F_NORM: the norm's weight
-layout(push_constant) uniform P { uint K; uint flags; float eps; } p; // rows: the grid's y
-const uint F_NORM = 1u, F_SWIGLU = 2u, F_Q8K = 4u;
+layout(std430, binding = 0) readonly buffer Pb { float ap[]; }; // F_MERGE: attention partials
+// rows: the grid's y; headDim, nHead and nSplit only with F_MERGE
+layout(push_constant) uniform P { uint K; uint flags; float eps; uint headDim; uint nHead; uint nSplit; } p;
+const uint F_NORM = 1u, F_SWIGLU = 2u, F_Q8K = 4u, F_MERGE = 8u;
+
+// merged returns the attention output's elements e..e+3 (one head: headDim is a multiple of 4)
+// of token t from the split partials, as attention_merge.comp computes them.
+vec4 merged(uint t, uint e) {
+    uint h = e / p.headDim, d = e % p.headDim;
+    uint stride = p.headDim + 2u;
+    uint base = (t * p.nHead + h) * p.nSplit * stride;
+    float mx = -1.0 / 0.0;
+    for (uint s = 0u; s < p.nSplit; s++) {
+        if (ap[base + s * stride + 1u] > 0.0) mx = max(mx, ap[base + s * stride]);
+    }
+    float tot = 0.0;
+    vec4 acc = vec4(0.0);
+    for (uint s = 0u; s < p.nSplit; s++) {
+        uint b = base + s * stride;
+        float S = ap[b + 1u];
+        if (S > 0.0) {
+            float w = exp(ap[b] - mx);
+            tot += w * S;
+            acc += w * vec4(ap[b + 2u + d], ap[b + 3u + d], ap[b + 4u + d], ap[b + 5u + d]);
+        }
+    }
+    float inv = tot > 0.0 ? 1.0 / tot : 0.0;
+    return acc * inv;
+}
 
 #include "exact.glsl" // roundHalf, expExact, divExact
 
@@ -72,7 +103,7 @@ void main() {
         bool live = i < n4;
         vec4 v = vec4(0.0);
         if (live) {
-            v = x4[x0 + i];
+            v = (p.flags & F_MERGE) != 0u ? merged(row, 4u * i) : x4[x0 + i];
             if (norm) v = v * scale * g4[i];
             if ((p.flags & F_SWIGLU) != 0u) {
                 vec4 b = u4[x0 + i];

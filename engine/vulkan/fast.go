@@ -227,9 +227,26 @@ func (c *Context) attentionPartialFloats(rows, nHead, nKV, headDim, ctxLen int) 
 // caches as attention_split over position ranges, then attention_merge into o (see
 // Attention for the layout); part holds attentionPartialFloats floats.
 func (s *Seq) AttentionSplit(q, k, v, o, pos, part Binding, headDim, nHead, nKV, m, qStride, oStride, ctxLen int, scale float32) {
+	splits := s.AttentionSplitRanges(q, k, v, pos, part, headDim, nHead, nKV, m, qStride, ctxLen, scale)
+	if splits == 0 {
+		return
+	}
+	km := s.kernel("attention_merge", 2, 20)
+	if km == nil {
+		return
+	}
+	s.Barrier()
+	s.Dispatch(km, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(oStride), uint32(splits)),
+		uint32(nHead), uint32(m), 1, part, o)
+}
+
+// AttentionSplitRanges records AttentionSplit's first stage only, the partials of every
+// position range in part, and returns the ranges per (head, token) (0 on a recording error):
+// attention_merge, or quantize_x8 with X8Input.Merge, makes the output from them.
+func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, nKV, m, qStride, ctxLen int, scale float32) int {
 	if headDim%8 != 0 || headDim > 256 || nKV == 0 || nHead%nKV != 0 {
 		s.fail(fmt.Errorf("split attention: head size %d (a multiple of 8, max 256) with %d heads over %d KV heads is unsupported", headDim, nHead, nKV))
-		return
+		return 0
 	}
 	hp := attentionHeadsPerGroup(nHead, nKV, headDim)
 	groups := nHead / hp
@@ -237,21 +254,20 @@ func (s *Seq) AttentionSplit(q, k, v, o, pos, part Binding, headDim, nHead, nKV,
 	need := uint64(4 * m * splits * nHead * (headDim + 2))
 	if part.Size < need {
 		s.fail(fmt.Errorf("split attention: partials binding of %d bytes, need %d", part.Size, need))
-		return
+		return 0
 	}
 	ks := s.kernel("attention_split", 5, 32)
-	km := s.kernel("attention_merge", 2, 20)
-	if ks == nil || km == nil {
-		return
+	if ks == nil {
+		return 0
 	}
 	if m > maxGroups || groups > maxGroups {
 		s.fail(fmt.Errorf("split attention: %d tokens x %d head groups exceed the grid", m, groups))
-		return
+		return 0
 	}
 	if s.c.usesPrefillCoopmatAttention(m, headDim, hp) {
 		kc := s.kernel("attention_prefill_cm", 5, 32)
 		if kc == nil {
-			return
+			return 0
 		}
 		tq := 16 / hp              // tokens per 16-row query tile
 		tiles := (m + tq - 1) / tq // four per workgroup
@@ -261,9 +277,7 @@ func (s *Seq) AttentionSplit(q, k, v, o, pos, part Binding, headDim, nHead, nKV,
 		s.Dispatch(ks, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
 			uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos)
 	}
-	s.Barrier()
-	s.Dispatch(km, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(oStride), uint32(splits)),
-		uint32(nHead), uint32(m), 1, part, o)
+	return splits
 }
 
 // The fused decode product (matvec_dec.glsl): one dispatch normalizes the token's activations

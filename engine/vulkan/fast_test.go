@@ -155,8 +155,9 @@ func TestAttentionHeadsPerGroup(t *testing.T) {
 // kernels decodes through split attention, the fast RMSNorm and the int8 decode products
 // (quantize_x8, matvec_x8) where the device has int8 dot products, else (and with
 // VKLLM_GPU_X8=0) the f32 decode product and, with int8 dot products, the fused one
-// (matvec_dec); the exact tier through none of them. Fails if the driver stops taking any of
-// them.
+// (matvec_dec); the exact tier through none of them. A decode step on the int8 products folds
+// the attention merge into the output product's rounding (no attention_merge). Fails if the
+// driver stops taking any of them.
 func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 	c := ctxOrSkip(t)
 	m := loadShared(t, "rand-llama-q8_0")
@@ -171,15 +172,19 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 	x8Products := []string{"quantize_x8", "matvec_x8_q8_0"}
 	prevX8 := c.x8
 	defer func() { c.x8 = prevX8 }()
+	prompt := []int{1, 450, 3290}
 	for _, tc := range []struct {
 		name       string
 		exact, x8  bool
+		prompt     []int
 		takes, not []string
 	}{
-		{"fast", false, prevX8, []string{"attention_split", "attention_merge", "rmsnorm_fast"}, nil},
-		{"fast, int8 products", false, true, x8Products, f32Products},
-		{"fast, f32 products", false, false, f32Products, x8Products},
-		{"exact", true, prevX8, nil, append(append([]string{"attention_split", "attention_merge", "rmsnorm_fast"}, f32Products...), x8Products...)},
+		{"fast", false, prevX8, prompt, []string{"attention_split", "attention_merge", "rmsnorm_fast"}, nil},
+		{"fast, int8 products", false, true, prompt, x8Products, f32Products},
+		// one token at a time: the attention merge folds into the output product's rounding
+		{"fast, int8 products, decode only", false, true, prompt[:1], append([]string{"attention_split"}, x8Products...), append([]string{"attention_merge"}, f32Products...)},
+		{"fast, f32 products", false, false, prompt, f32Products, x8Products},
+		{"exact", true, prevX8, prompt, nil, append(append([]string{"attention_split", "attention_merge", "rmsnorm_fast"}, f32Products...), x8Products...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.x8 && !c.Info.Features[FeatureInt8Dot] {
@@ -198,10 +203,10 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			if _, err := r.Eval([]int{1, 450, 3290}, 0, false); err != nil {
+			if _, err := r.Eval(tc.prompt, 0, false); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.Eval([]int{17}, 3, false); err != nil {
+			if _, err := r.Eval([]int{17}, len(tc.prompt), false); err != nil {
 				t.Fatal(err)
 			}
 			for _, k := range tc.takes {

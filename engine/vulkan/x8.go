@@ -86,6 +86,10 @@ type X8Input struct {
 	Eps  float32
 	Up   *Binding
 	Q8K  bool // 256-blocks rounded as llama.cpp's Q8_K (x8Q8K), not 32-blocks
+	// Merge: x holds attention_split's partials (AttentionSplitRanges) for Splits ranges of
+	// Heads heads of HeadDim; the rounded input is their merge (attention_merge's output).
+	Merge                  bool
+	HeadDim, Heads, Splits int
 }
 
 // x8Q8K reports whether matvec_x8 products with weights of type t take activations rounded in
@@ -101,11 +105,19 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 		s.fail(fmt.Errorf("quantize_x8: %d rows of %d activations (whole 32-blocks, at most %d rows)", m, k, maxGroups))
 		return
 	}
-	if in.Norm != nil && in.Up != nil {
-		s.fail(fmt.Errorf("quantize_x8: a norm and SwiGLU at once is not a layer input"))
+	if (in.Norm != nil && in.Up != nil) || (in.Merge && (in.Norm != nil || in.Up != nil)) {
+		s.fail(fmt.Errorf("quantize_x8: a norm, SwiGLU or an attention merge at once is not a layer input"))
 		return
 	}
-	if xq.Size < uint64(m*x8QuantBytes(k)) || xs.Size < uint64(m*x8ScaleBytes(k)) || x.Size < uint64(4*m*k) {
+	xBytes := uint64(4 * m * k)
+	if in.Merge {
+		if in.HeadDim <= 0 || in.HeadDim%4 != 0 || in.Heads*in.HeadDim != k || in.Splits < 1 {
+			s.fail(fmt.Errorf("quantize_x8: merging %d heads of %d (a multiple of 4) over %d ranges into rows of %d", in.Heads, in.HeadDim, in.Splits, k))
+			return
+		}
+		xBytes = uint64(4 * m * in.Heads * in.Splits * (in.HeadDim + 2))
+	}
+	if xq.Size < uint64(m*x8QuantBytes(k)) || xs.Size < uint64(m*x8ScaleBytes(k)) || x.Size < xBytes {
 		s.fail(fmt.Errorf("quantize_x8: a binding is too small for %d rows of %d", m, k))
 		return
 	}
@@ -113,7 +125,7 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 		s.fail(fmt.Errorf("quantize_x8: %d activations are not whole Q8_K 256-blocks", k))
 		return
 	}
-	kern := s.kernel("quantize_x8", 5, 12)
+	kern := s.kernel("quantize_x8", 5, 24)
 	if kern == nil {
 		return
 	}
@@ -127,7 +139,10 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 	if in.Q8K {
 		flags |= 4
 	}
-	s.Dispatch(kern, Push(uint32(k), flags, in.Eps), groups, uint32(m), 1, x, xq, xs, up, g)
+	if in.Merge {
+		flags |= 8
+	}
+	s.Dispatch(kern, Push(uint32(k), flags, in.Eps, uint32(in.HeadDim), uint32(in.Heads), uint32(in.Splits)), groups, uint32(m), 1, x, xq, xs, up, g)
 }
 
 // matVecX8 records y (+)= W·x for one token with matvec_x8 kernel name, whose subgroup pass

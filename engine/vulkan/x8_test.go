@@ -1,6 +1,7 @@
 package vulkan
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand"
@@ -491,5 +492,66 @@ func TestQuantizeX8Q8KEqualsTheCPUsQ8K(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// quantize_x8 with X8Input.Merge rounds what attention_merge makes from attention_split's
+// partials: its int8 blocks and scales equal those of quantize_x8 over attention_merge's output,
+// bit for bit, for head sizes 64 and 128, short and long contexts (one and many ranges), in
+// both roundings.
+func TestQuantizeX8MergeEqualsMergeThenRound(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no subgroup arithmetic, so no quantize_x8", c.Info.Name)
+	}
+	rng := rand.New(rand.NewSource(12))
+	for _, tc := range []struct{ headDim, nHead, nKV, ctx int }{{64, 8, 2, 20}, {128, 8, 4, 300}, {128, 4, 4, 1200}} {
+		for _, q8k := range []bool{false, true} {
+			t.Run(fmt.Sprintf("head%d/heads%d/ctx%d/q8k=%v", tc.headDim, tc.nHead, tc.ctx, q8k), func(t *testing.T) {
+				qd, kd := tc.nHead*tc.headDim, tc.nKV*tc.headDim
+				if q8k && qd%256 != 0 {
+					t.Skip("not whole Q8_K blocks")
+				}
+				q := upload(t, c, randVec(rng, qd, 1))
+				kw, vw := make([]uint32, tc.ctx*kd/2), make([]uint32, tc.ctx*kd/2)
+				for i := range kw {
+					kw[i] = packF16Pair(float32(rng.NormFloat64()), float32(rng.NormFloat64()))
+					vw[i] = packF16Pair(float32(rng.NormFloat64()), float32(rng.NormFloat64()))
+				}
+				kc, vc := uploadU32(t, c, kw), uploadU32(t, c, vw)
+				pos := uploadU32(t, c, []uint32{uint32(tc.ctx - 1)})
+				part := upload(t, c, make([]float32, c.attentionPartialFloats(1, tc.nHead, tc.nKV, tc.headDim, tc.ctx)))
+				o := upload(t, c, make([]float32, qd))
+				xq1, xs1 := uploadBytes(t, c, make([]byte, x8QuantBytes(qd))), uploadBytes(t, c, make([]byte, x8ScaleBytes(qd)))
+				xq2, xs2 := uploadBytes(t, c, make([]byte, x8QuantBytes(qd))), uploadBytes(t, c, make([]byte, x8ScaleBytes(qd)))
+				scale := float32(1 / math.Sqrt(float64(tc.headDim)))
+				var splits int
+				run(t, c, func(s *Seq) {
+					s.AttentionSplit(q.All(), kc.All(), vc.All(), o.All(), pos.All(), part.All(), tc.headDim, tc.nHead, tc.nKV, 1, qd, qd, tc.ctx, scale)
+					s.Barrier()
+					s.QuantizeX8(o.All(), xq1.All(), xs1.All(), qd, 1, X8Input{Q8K: q8k})
+					s.Barrier()
+					splits = s.AttentionSplitRanges(q.All(), kc.All(), vc.All(), pos.All(), part.All(), tc.headDim, tc.nHead, tc.nKV, 1, qd, tc.ctx, scale)
+					s.Barrier()
+					s.QuantizeX8(part.All(), xq2.All(), xs2.All(), qd, 1, X8Input{Q8K: q8k, Merge: true, HeadDim: tc.headDim, Heads: tc.nHead, Splits: splits})
+				})
+				var a1, a2, s1, s2 []byte
+				for _, r := range []struct {
+					b   *Buffer
+					n   int
+					out *[]byte
+				}{{xq1, x8QuantBytes(qd), &a1}, {xq2, x8QuantBytes(qd), &a2}, {xs1, x8ScaleBytes(qd), &s1}, {xs2, x8ScaleBytes(qd), &s2}} {
+					v, err := r.b.Read(0, uint64(r.n))
+					if err != nil {
+						t.Fatal(err)
+					}
+					*r.out = v
+				}
+				if !bytes.Equal(a1, a2) || !bytes.Equal(s1, s2) {
+					t.Fatalf("%d ranges: the merged rounding differs from merge then round", splits)
+				}
+				t.Logf("%d ranges", splits)
+			})
+		}
 	}
 }
