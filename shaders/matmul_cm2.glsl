@@ -5,11 +5,14 @@
 // The matrices are workgroup-scope: the driver stages them through shared memory and splits
 // the products among the subgroups itself. Weights load through a tensor layout whose blocks
 // are the weight type's blocks, decoded per element by this file's decode functions (fp16 out),
-// so no pass dequantizes them first; activations load as fp32 through a one-element decode to
-// fp16; the accumulator is fp32. Rows past N, tokens past M read as zero (constant clamp) and
-// their stores are dropped. The including shader defines one weight type (T_Q4_0, T_Q8_0,
-// T_Q4_K, T_Q5_K, T_Q6_K or T_F16) and may override the tile (CM2_BM rows x CM2_BN tokens,
-// CM2_BK deep; K must be a multiple of the type's block, which MatMul's callers guarantee).
+// so no pass dequantizes them first. Activations load as fp16 packed by pack_f16 (CM2_XH, rows
+// K apart: the engine's kernels) or as fp32 through a one-element decode to fp16 (a benchmark
+// candidate: measured slower); the accumulator is fp32. Rows past N, tokens past M read as zero
+// (constant clamp) and their stores are dropped. The including shader defines one weight type
+// (T_Q4_0, T_Q8_0, T_Q4_K, T_Q5_K, T_Q6_K or T_F16) and may override the tile (CM2_BM rows x
+// CM2_BN tokens, CM2_BK deep; K must be a multiple of the type's block and of CM2_BK, which
+// MatMulF16X checks). The per-element decode of quantized blocks is what keeps those types
+// slower here than on the KHR kernels (docs/PERF.md, session 8): only F16 takes cm2 by default.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
