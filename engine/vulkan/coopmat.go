@@ -332,9 +332,6 @@ func chooseCM2(gemm gemmTier, enabled bool, flex []flexShape) (bool, string) {
 	return false, fmt.Sprintf("not used: no f16*f16+f32 workgroup-scope entry of %d invocations dividing %dx%dx%d among the %d flexible-dimension entries", cm2Invocations, cm2BM, cm2BN, cm2BK, len(flex))
 }
 
-// cm2Selects is the roster's "selects" text for the NV cooperative matrix 2 line.
-func (c *Context) cm2Selects() string { return c.cm2Reason }
-
 // gemmSelects is the roster's "selects" text for the KHR cooperative matrix line.
 func (c *Context) gemmSelects() string {
 	return fmt.Sprintf("prefill GEMM on the %s tier (%s)", c.gemm, c.gemmReason)

@@ -57,66 +57,46 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 		s.Barrier()
 	}
 	stamp("qkv")
-	if r.attendIntoAttnOut(s, l, m) {
+	out := projection{l.o, r.x, dim, true}
+	// A decode step on the int8 products folds the attention merge into the output product's
+	// rounding (quantize_x8 with X8Input.Merge): one stage fewer.
+	if m == 1 && r.attPart != nil && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out}) {
+		if splits := r.attend(s, l, m, true); splits > 0 { // 0: the recording failed; Seq holds the error
+			r.projectX8(s, r.attPart.All(), X8Input{Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
+			s.Barrier()
+			r.stamper(s)("attn_out")
+		}
 		return
 	}
-	r.attend(s, l, m)
+	r.attend(s, l, m, false)
 	r.attnOut(s, l, m)
 }
 
-// attendIntoAttnOut records attend and attnOut with the attention merge folded into the
-// output product's rounding (quantize_x8 with X8Input.Merge: one stage fewer) where that
-// product takes matvec_x8 over split attention, a decode step on the fast tier; it reports
-// false, recording nothing, elsewhere.
-func (r *Resident) attendIntoAttnOut(s *Seq, l *layerWeights, m int) bool {
-	h := r.h
-	qd := h.QDim()
-	out := []projection{{l.o, r.x, h.Dim, true}}
-	if m != 1 || r.attPart == nil || !r.takesX8(qd, m, out) || h.HeadDim%4 != 0 {
-		return false
-	}
-	stamp := r.stamper(s)
-	r.ropeKV(s, l, m)
-	stamp("rope_kv")
-	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
-	splits := s.AttentionSplitRanges(r.q.All(), l.kCache.All(), l.vCache.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, r.ctxLen, scale)
-	s.Barrier()
-	stamp("attention")
-	if splits == 0 {
-		return true // the recording failed; Seq holds the error
-	}
-	r.projectX8(s, r.attPart.All(), X8Input{Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, out)
-	s.Barrier()
-	stamp("attn_out")
-	return true
-}
-
 // attend records the rotation of r.q and r.k and the store of r.k and r.v in the layer's cache
-// at the rows' positions (one rope_kv dispatch), then causal attention into r.att.
-func (r *Resident) attend(s *Seq, l *layerWeights, m int) {
+// at the rows' positions (one rope_kv dispatch), then causal attention into r.att; with
+// partials, split attention's ranges only, left in r.attPart for the caller to merge, and it
+// returns their count per (head, token).
+func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials bool) (splits int) {
 	h := r.h
-	qd := h.QDim()
+	qd, kd, vd := h.QDim(), h.KDim(), h.VDim()
 	stamp := r.stamper(s)
-	r.ropeKV(s, l, m)
+	neox := h.Rope.Kind == model.RopeNeoX
+	s.RopeKV(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
+		h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd)
+	s.Barrier()
 	stamp("rope_kv")
 	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
-	if r.attPart != nil {
+	switch {
+	case partials:
+		splits = s.AttentionSplitRanges(r.q.All(), l.kCache.All(), l.vCache.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, r.ctxLen, scale)
+	case r.attPart != nil:
 		s.AttentionSplit(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, r.ctxLen, scale)
-	} else {
+	default:
 		s.Attention(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, scale)
 	}
 	s.Barrier()
 	stamp("attention")
-}
-
-// ropeKV records the rotation of r.q and r.k and the store of r.k and r.v in the layer's cache
-// at the rows' positions (one rope_kv dispatch), then a barrier.
-func (r *Resident) ropeKV(s *Seq, l *layerWeights, m int) {
-	h := r.h
-	neox := h.Rope.Kind == model.RopeNeoX
-	s.RopeKV(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
-		h.HeadDim, h.Heads, m, r.ropeDims, neox, h.QDim(), h.KDim(), h.VDim())
-	s.Barrier()
+	return splits
 }
 
 // attnOut records x += O·att.

@@ -478,10 +478,13 @@ func (r *Resident) allocScratch(window int) error {
 // matmul records Y = W·X over m tokens, one dispatch per row slice of W.
 func (r *Resident) matmul(s *Seq, w weight, x Binding, y *Buffer, yOff uint64, m, xStride, yStride int, accumulate bool) {
 	for _, sl := range w.slices {
-		off := yOff + uint64(4*sl.row0)
-		size := uint64(4 * ((m-1)*yStride + sl.rows))
-		s.MatMul(w.typ, sl.buf.All(), x, y.Range(off, size), w.cols, sl.rows, m, xStride, yStride, accumulate)
+		s.MatMul(w.typ, sl.buf.All(), x, sl.out(y, yOff, m, yStride), w.cols, sl.rows, m, xStride, yStride, accumulate)
 	}
+}
+
+// out is the part of y (m rows yStride apart from byte yOff) that the slice's rows fill.
+func (sl weightSlice) out(y *Buffer, yOff uint64, m, yStride int) Binding {
+	return y.Range(yOff+uint64(4*sl.row0), uint64(4*((m-1)*yStride+sl.rows)))
 }
 
 // projection is one matrix product of a shared input: Y (+)= W·X.
@@ -517,8 +520,7 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 			packed, busy = true, true
 		}
 		for _, sl := range p.w.slices {
-			size := uint64(4 * ((m-1)*p.yStride + sl.rows))
-			s.MatMulF16X(p.w.typ, sl.buf.All(), xq, p.y.Range(uint64(4*sl.row0), size), k, sl.rows, m, p.yStride, p.acc)
+			s.MatMulF16X(p.w.typ, sl.buf.All(), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
 		}
 		done[i] = true
 	}

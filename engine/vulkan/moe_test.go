@@ -341,20 +341,7 @@ func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("%v/%s", typ, form), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(int64(typ)*11 + int64(k)))
-				wq, wd := moeTestWeights(t, rng, typ, k, n, ne)
-				xRows := m
-				if perPair {
-					xRows = pairs
-				}
-				x := randVec(rng, xRows*k, 1)
-				per := len(wq) / ne
-				w0, w1 := uploadBytes(t, c, wq[:3*per]), uploadBytes(t, c, wq[3*per:])
-				xb, yb := upload(t, c, x), upload(t, c, poisoned(pairs*n))
-				run(t, c, func(s *Seq) {
-					s.MoEGEMM(typ, w0.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 0, 3, used, pairs, ne, perPair, k, n)
-					s.MoEGEMM(typ, w1.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 3, 2, used, pairs, ne, perPair, k, n)
-				})
-				got := readF32(t, yb, pairs*n)
+				got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, perPair, tb, sb)
 				for q := 0; q < pairs; q++ {
 					e, xr := int(ids[q]), q/used
 					if perPair {
@@ -375,6 +362,29 @@ func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 			})
 		}
 	}
+}
+
+// runMoEGEMM makes ne experts of n random rows of k elements of typ and m tokens' inputs (one a
+// pair with perPair), binds the experts as two tensors (experts 0-2 and 3-4), records MoEGEMM
+// over the grouping in tb and sb into a poisoned output and returns it with the dequantized
+// weights and the inputs.
+func runMoEGEMM(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, ne, m, used int, perPair bool, tb, sb *Buffer) (got, wd, x []float32) {
+	t.Helper()
+	pairs := m * used
+	wq, wd := moeTestWeights(t, rng, typ, k, n, ne)
+	xRows := m
+	if perPair {
+		xRows = pairs
+	}
+	x = randVec(rng, xRows*k, 1)
+	per := len(wq) / ne
+	w0, w1 := uploadBytes(t, c, wq[:3*per]), uploadBytes(t, c, wq[3*per:])
+	xb, yb := upload(t, c, x), upload(t, c, poisoned(pairs*n))
+	run(t, c, func(s *Seq) {
+		s.MoEGEMM(typ, w0.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 0, 3, used, pairs, ne, perPair, k, n)
+		s.MoEGEMM(typ, w1.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 3, 2, used, pairs, ne, perPair, k, n)
+	})
+	return readF32(t, yb, pairs*n), wd, x
 }
 
 // On the cooperative-matrix tier the grouped expert products run on moe_gemm_coopmat (fp16
@@ -415,24 +425,11 @@ func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 			for _, perPair := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%v/tiles%d/perPair=%v", typ, tilePairs, perPair), func(t *testing.T) {
 					rng := rand.New(rand.NewSource(int64(typ)*13 + int64(tilePairs)))
-					wq, wd := moeTestWeights(t, rng, typ, k, n, ne)
-					xRows := m
-					if perPair {
-						xRows = pairs
-					}
-					x := randVec(rng, xRows*k, 1)
-					per := len(wq) / ne
-					w0, w1 := uploadBytes(t, c, wq[:3*per]), uploadBytes(t, c, wq[3*per:])
-					xb, yb := upload(t, c, x), upload(t, c, poisoned(pairs*n))
-					run(t, c, func(s *Seq) {
-						s.MoEGEMM(typ, w0.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 0, 3, used, pairs, ne, perPair, k, n)
-						s.MoEGEMM(typ, w1.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 3, 2, used, pairs, ne, perPair, k, n)
-					})
+					got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, perPair, tb, sb)
 					suf, _ := weightSuffix(typ)
 					if _, made := c.kernels["moe_gemm_coopmat_"+suf]; !made {
 						t.Fatalf("%v: the grouped products did not take moe_gemm_coopmat_%s", typ, suf)
 					}
-					got := readF32(t, yb, pairs*n)
 					for q := 0; q < pairs; q++ {
 						e, xr := int(ids[q]), q/used
 						if perPair {

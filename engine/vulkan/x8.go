@@ -205,7 +205,7 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 			continue
 		}
 		for _, sl := range p.w.slices {
-			s.MatVecX8(p.w.typ, sl.buf.All(), xq, xs, p.y.Range(uint64(4*sl.row0), uint64(4*sl.rows)), k, sl.rows, p.acc)
+			s.MatVecX8(p.w.typ, sl.buf.All(), xq, xs, sl.out(p.y, 0, 1, p.yStride), k, sl.rows, p.acc)
 		}
 	}
 	return done
