@@ -169,7 +169,8 @@ func TestCM2ChoiceNeedsTheTierTheDeviceAndTheShape(t *testing.T) {
 }
 
 // A device that reports NV cooperative matrix 2 on the KHR tier must be able to run the cm2
-// kernels: this fails if the device creation, the shape query or the choice drops them.
+// kernels, F16 prefill must take them and the resident driver must run them: this fails if the
+// device creation, the shape query, the choice or Resident.project drops them.
 func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureCoopmat2NV] || c.gemm != gemmCoopmat {
@@ -183,6 +184,26 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 	}
 	if got := c.usesCM2(quant.Q4_K, 4096, 512); got != config.GPUCM2.Bool() {
 		t.Fatalf("Q4_K prefill takes the cm2 kernels: %v with VKLLM_GPU_CM2=%v", got, config.GPUCM2.Bool())
+	}
+	// Wired into the resident driver: an F16 model's prefill packs its inputs and runs cm2.
+	for _, k := range []string{"pack_f16", "matmul_cm2_f16"} { // forget the pipelines earlier tests made
+		if kern, ok := c.kernels[k]; ok {
+			kern.destroy(c.dev)
+			delete(c.kernels, k)
+		}
+	}
+	r, err := NewResident(c, loadShared(t, "rand-llama-f16"), ResidentOptions{Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Eval([]int{1, 450, 3290}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"pack_f16", "matmul_cm2_f16"} {
+		if _, made := c.kernels[k]; !made {
+			t.Errorf("an F16 model's prefill did not make %s", k)
+		}
 	}
 }
 
