@@ -45,8 +45,11 @@ type Device struct {
 	UsageBytes     int64  `json:"usage_bytes"`  // VK_EXT_memory_budget heap usage, when reported
 	// MaxStorageBufferRange bounds one binding; 0 means unknown and puts no bound on the context.
 	MaxStorageBufferRange int64 `json:"max_storage_buffer_range"`
-	WDDM                  bool  `json:"wddm"`    // Windows display driver model
-	Assumed               bool  `json:"assumed"` // facts from what-if flags, not a device
+	WDDM                  bool  `json:"wddm"` // Windows display driver model
+	// StagesWeights: prefill products stage weight rows as fp16 (NV cooperative matrix 2), so
+	// the scratch holds Scratch.WeightStaging too.
+	StagesWeights bool `json:"stages_weights,omitempty"`
+	Assumed       bool `json:"assumed"` // facts from what-if flags, not a device
 }
 
 // Pin sources, highest precedence first.

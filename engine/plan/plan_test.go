@@ -383,3 +383,23 @@ func TestBindingCapUnderTheLeastContextDeclines(t *testing.T) {
 		t.Fatalf("verdict\n got %q\nwant %q", p.Verdict.Text, want)
 	}
 }
+
+// A device that stages prefill weights as fp16 holds WeightStagingBytes more scratch, counted
+// in the total, once, and named in the breakdown; one that does not holds none.
+func TestWeightStagingIsCountedWhereTheDeviceStages(t *testing.T) {
+	base := ScratchFor(dense8B())
+	for _, tc := range []struct {
+		stages bool
+		want   int64
+	}{{false, 0}, {true, WeightStagingBytes}} {
+		s := base.WithWeightStaging(tc.stages).WithWeightStaging(tc.stages)
+		if s.WeightStaging != tc.want || s.Total != base.Total+tc.want {
+			t.Errorf("stages %v: staging %d, total %d; want %d and %d", tc.stages, s.WeightStaging, s.Total, tc.want, base.Total+tc.want)
+		}
+		p := Compute(Input{Model: dense8B(), Uploads: uploads(t, 32, 8*MiB, 64*MiB, 64*MiB), KV: KVFor(dense8B()), Scratch: s,
+			Device: Device{Name: "card", HeapBytes: 24 << 30, StagesWeights: tc.stages}, Ctx: CtxRequest{Requested: 4096}})
+		if got := strings.Contains(p.Breakdown(), "fp16 weight staging 128 MB"); got != tc.stages {
+			t.Errorf("stages %v: breakdown names the staging: %v\n%s", tc.stages, got, p.Breakdown())
+		}
+	}
+}

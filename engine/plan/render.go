@@ -252,6 +252,9 @@ func (p Plan) Breakdown() string {
 	if s.RecurrentState > 0 {
 		recurrent = fmt.Sprintf(", recurrent state %d MB", MBUp(s.RecurrentState))
 	}
+	if s.WeightStaging > 0 {
+		recurrent += fmt.Sprintf(", fp16 weight staging %d MB", MBUp(s.WeightStaging))
+	}
 	row("scratch", "%d MB (window %d: activations %d MB, logits %d MB, attention partials %d MB%s, slack %d MB)", MBUp(s.Total), s.Window, MBUp(s.Activations), MBUp(s.Logits), MBUp(s.AttnPartials), recurrent, MBUp(s.Slack))
 	d := p.Device
 	assumed := ""

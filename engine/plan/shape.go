@@ -105,8 +105,25 @@ type Scratch struct {
 	// (RecurrentStateCopies × Model.RecurrentLayerBytes each): allocated once, whatever the
 	// context, so it is planned with the scratch.
 	RecurrentState int64 `json:"recurrent_state_bytes,omitempty"`
-	Slack          int64 `json:"slack_bytes"`
-	Total          int64 `json:"bytes"`
+	// WeightStaging is the fp16 copy of weight rows a prefill product stages for NVIDIA's
+	// cooperative matrix 2 GEMM (WeightStagingBytes, only where Device.StagesWeights).
+	WeightStaging int64 `json:"weight_staging_bytes,omitempty"`
+	Slack         int64 `json:"slack_bytes"`
+	Total         int64 `json:"bytes"`
+}
+
+// WeightStagingBytes is the fp16 staging buffer of a device that stages prefill weights: a
+// product dequantizes as many of its rows as fit (at least 64 of any row length up to 1M
+// elements) and multiplies them before the next rows, so one fixed size serves every model.
+const WeightStagingBytes = 128 * MiB
+
+// WithWeightStaging adds the staging buffer to s where the device stages prefill weights.
+func (s Scratch) WithWeightStaging(stages bool) Scratch {
+	if stages && s.WeightStaging == 0 {
+		s.WeightStaging = WeightStagingBytes
+		s.Total += s.WeightStaging
+	}
+	return s
 }
 
 // RecurrentStateCopies is how many copies of a recurrent layer's state the GPU holds: the live
@@ -129,6 +146,8 @@ const RecurrentStateCopies = 3
 //	logits        = R × 4 × vocab   (every row of a window, for callers that want all logits)
 //	attn partials = R × 4 × heads × (head_dim_v + 2) × ScratchSplits   (running max, sum, output per split)
 //	slack         = ScratchSlack (64 MiB)
+//
+// A device that stages prefill weights as fp16 adds WeightStagingBytes (WithWeightStaging).
 func ScratchFor(m Model) Scratch {
 	const f32 = 4
 	r := int64(ScratchWindow)

@@ -259,11 +259,15 @@ func (c *Context) selectGEMMTier() {
 	}
 	c.cm2Able, c.cm2Reason = chooseCM2(c.gemm, c.cm2Device, flex)
 	c.cm2All = config.GPUCM2.Bool()
+	c.cm2Stage = config.GPUCM2Stage.Bool()
 	if c.cm2Able {
-		if c.cm2All {
-			c.cm2Reason += "; every cm2 type takes them (VKLLM_GPU_CM2=1)"
-		} else {
-			c.cm2Reason += "; F16 weights take them, the quantized types the KHR kernels (measured faster on the H200; VKLLM_GPU_CM2=1 for every cm2 type)"
+		switch {
+		case c.cm2All:
+			c.cm2Reason += "; every cm2 type takes them with its blocks decoded in the load (VKLLM_GPU_CM2=1)"
+		case c.cm2Stage:
+			c.cm2Reason += "; F16 weights take them directly, every other quantized type through an fp16 staging of its rows (128 MiB; H200 8B Q4_K pp512 +35% over the KHR kernels; VKLLM_GPU_CM2_STAGE=0 keeps the KHR kernels)"
+		default:
+			c.cm2Reason += "; F16 weights take them, the quantized types the KHR kernels (VKLLM_GPU_CM2_STAGE=0)"
 		}
 	}
 }
@@ -383,6 +387,22 @@ func (c *Context) usesCM2(t quant.Type, k, m int) bool {
 	return c.cm2Able && cm2Types[t] && (c.cm2All || cm2Faster[t]) && c.usesCoopmat(t, k, m)
 }
 
+// usesCM2Staging reports whether a prefill product of m tokens with weights of type t and
+// k-element rows takes the cooperative matrix 2 F16 kernel through an fp16 staging of its
+// rows (DequantF16, then MatMulF16X on F16; Resident.project arranges it): a quantized type
+// the KHR tier serves that does not take cm2 directly, where VKLLM_GPU_CM2_STAGE asks for it.
+func (c *Context) usesCM2Staging(t quant.Type, k, m int) bool {
+	return c.cm2Able && c.cm2Stage && t != quant.F16 && k%cm2BK == 0 && !c.usesCM2(t, k, m) && c.usesCoopmat(t, k, m)
+}
+
+// StagesPrefillWeights reports whether a device's prefill products stage weight rows as fp16
+// (usesCM2Staging), so that the plan counts plan.WeightStagingBytes of scratch for it: the
+// device lists NV cooperative matrix 2 and VKLLM_GPU_CM2_STAGE is on. (A context may still
+// find the extension unusable, chooseCM2; the plan then holds the bytes unused.)
+func StagesPrefillWeights(d DeviceInfo) bool {
+	return d.Features[FeatureCoopmat2NV] && config.GPUCM2Stage.Bool()
+}
+
 // PackF16 records the rounding of m rows of k activations x (row t at t·xStride) to fp16 into
 // xh, packed two a word with rows k apart (2·m·k bytes): the operand of MatMulF16X.
 func (s *Seq) PackF16(x, xh Binding, k, m, xStride int) {
@@ -424,4 +444,27 @@ func (s *Seq) MatMulF16X(t quant.Type, w, xh, y Binding, k, n, m, yStride int, a
 		acc = 1
 	}
 	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(m), uint32(k), uint32(yStride), acc), uint32(gx), uint32(gy), 1, w, xh, y)
+}
+
+// DequantF16 records the staging of rows row0..row0+rows-1 of weight w (type t, k-element
+// rows) as fp16 into h, rows k apart (2·rows·k bytes): the operand MatMulF16X multiplies as F16
+// weights. Every type the cooperative-matrix kernels read except F16 itself has one.
+func (s *Seq) DequantF16(t quant.Type, w, h Binding, k, rows, row0 int) {
+	suf, ok := weightSuffix(t)
+	be := blockElems(t)
+	if !ok || t == quant.F32 || t == quant.F16 || t == quant.BF16 {
+		s.fail(fmt.Errorf("dequant f16: no staging kernel for %v weights", t))
+		return
+	}
+	if k <= 0 || k%be != 0 || k%32 != 0 || rows <= 0 || row0 < 0 || h.Size < uint64(2*rows*k) ||
+		w.Size < uint64((row0+rows)*(k/be)*t.BlockBytes()) {
+		s.fail(fmt.Errorf("dequant f16 %v: rows %d..%d of %d elements (a multiple of %d) from %d bytes into %d", t, row0, row0+rows, k, be, w.Size, h.Size))
+		return
+	}
+	kern := s.kernel("dequant_f16_"+suf, 2, 16)
+	if kern == nil {
+		return
+	}
+	gx, gy := grid1D((rows*(k/32) + 255) / 256)
+	s.Dispatch(kern, Push(uint32(k), uint32(rows), uint32(row0), gx), gx, gy, 1, w, h)
 }

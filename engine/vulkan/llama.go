@@ -12,6 +12,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/plan"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -77,6 +78,7 @@ type Resident struct {
 	x, xn, q, k, v, att, gate, up *Buffer
 	attPart                       *Buffer      // split attention's per-range partials (fast tier; nil on the exact tier)
 	xq                            *Buffer      // activations rounded for quantized weights
+	stage                         *Buffer      // fp16 weight rows for the cm2 F16 kernel (nil unless the context stages, usesCM2Staging)
 	moe                           moeScratch   // a mixture of experts' routing (nil buffers for a dense model)
 	dn                            deltaScratch // the Gated-DeltaNet hybrids' (nil buffers for other models)
 	logits                        *Buffer      // host-visible: rows × vocab
@@ -452,6 +454,9 @@ func (r *Resident) allocScratch(window int) error {
 	for _, a := range r.deltaScratchAllocs() {
 		allocs = append(allocs, alloc{a.dst, a.n, false})
 	}
+	if r.c.cm2Able && r.c.cm2Stage {
+		allocs = append(allocs, alloc{&r.stage, plan.WeightStagingBytes / 4, false})
+	}
 	if r.c.usesSplitAttention(h.HeadDim) {
 		allocs = append(allocs, alloc{&r.attPart, r.c.attentionPartialFloats(r.rows, h.Heads, h.HeadsKV, h.HeadDim, r.ctxLen), false})
 	}
@@ -505,10 +510,12 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 		busy = busy || d
 	}
 	xq := r.xq.Range(0, uint64(4*m*k))
-	// Prefill products on the cooperative matrix 2 kernels share one fp16 packing of x in xq.
-	packed := false
+	// Prefill products on the cooperative matrix 2 kernels share one fp16 packing of x in xq;
+	// quantized weights reach them through an fp16 staging of their rows (stagedMatMul).
+	packed, staged := false, false
 	for i, p := range ps {
-		if done[i] || !r.c.usesCM2(p.w.typ, k, m) {
+		direct := r.c.usesCM2(p.w.typ, k, m)
+		if done[i] || !direct && !(r.stage != nil && r.c.usesCM2Staging(p.w.typ, k, m)) {
 			continue
 		}
 		if !packed {
@@ -520,7 +527,11 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 			packed, busy = true, true
 		}
 		for _, sl := range p.w.slices {
-			s.MatMulF16X(p.w.typ, sl.buf.All(), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
+			if direct {
+				s.MatMulF16X(p.w.typ, sl.buf.All(), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
+			} else {
+				r.stagedMatMul(s, p.w.typ, sl, xq, p.y, k, m, p.yStride, p.acc, &staged)
+			}
 		}
 		done[i] = true
 	}
@@ -545,6 +556,27 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 				done[j] = true
 			}
 		}
+	}
+}
+
+// stagedMatMul records Y (+)= W·X for one weight slice on the cooperative matrix 2 F16 kernel:
+// as many of its rows as r.stage holds (a multiple of the kernel's 64-row tile) are
+// dequantized to fp16 there, multiplied with the fp16 activations xh, and the next rows
+// follow once that product has read them. staged says whether an earlier product of the
+// same project call may still read r.stage.
+func (r *Resident) stagedMatMul(s *Seq, t quant.Type, sl weightSlice, xh Binding, y *Buffer, k, m, yStride int, acc bool, staged *bool) {
+	chunk := max(cm2BM, int(r.stage.Size)/(2*k)/cm2BM*cm2BM)
+	for c0 := 0; c0 < sl.rows; c0 += chunk {
+		n := min(chunk, sl.rows-c0)
+		if *staged {
+			s.Barrier()
+		}
+		h := r.stage.Range(0, uint64(2*n*k))
+		s.DequantF16(t, sl.buf.All(), h, k, n, c0)
+		s.Barrier()
+		part := weightSlice{buf: sl.buf, row0: sl.row0 + c0, rows: n}
+		s.MatMulF16X(quant.F16, h, xh, part.out(y, 0, m, yStride), k, n, m, yStride, acc)
+		*staged = true
 	}
 }
 

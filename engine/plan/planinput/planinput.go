@@ -155,9 +155,11 @@ func hybridOf(f *gguf.File, m *plan.Model, get func(k string, dst *int, def int,
 }
 
 // DeviceOf turns a Vulkan device into the plan's device facts: the largest device-local heap,
-// its budget and usage when the driver reports them, and whether this platform is WDDM.
+// its budget and usage when the driver reports them, whether this platform is WDDM, and
+// whether its prefill stages weights as fp16 (vulkan.StagesPrefillWeights).
 func DeviceOf(d vulkan.DeviceInfo) plan.Device {
-	out := plan.Device{Index: d.Index, Name: d.Name, Key: d.Key(), MaxStorageBufferRange: int64(min(d.MaxStorageBufferRange, 1<<62)), WDDM: PlatformWDDM}
+	out := plan.Device{Index: d.Index, Name: d.Name, Key: d.Key(), MaxStorageBufferRange: int64(min(d.MaxStorageBufferRange, 1<<62)), WDDM: PlatformWDDM,
+		StagesWeights: vulkan.StagesPrefillWeights(d)}
 	var best *vulkan.Heap
 	for i := range d.Heaps {
 		h := &d.Heaps[i]
@@ -213,7 +215,7 @@ func Input(f *gguf.File, dev plan.Device, pin plan.Pin, ctx plan.CtxRequest) (pl
 		return plan.Input{}, err
 	}
 	return plan.Input{
-		Model: m, Uploads: ups, KV: plan.KVFor(m), Scratch: plan.ScratchFor(m),
+		Model: m, Uploads: ups, KV: plan.KVFor(m), Scratch: plan.ScratchFor(m).WithWeightStaging(dev.StagesWeights),
 		Device: dev, Pin: pin, Ctx: ctx, ForceSplit: ForceSplit(),
 	}, nil
 }
