@@ -435,7 +435,11 @@ func (s *Seq) MatMulF16X(t quant.Type, w, xh, y Binding, k, n, m, yStride int, a
 		s.fail(fmt.Errorf("matmul f16x: %d rows x %d tokens exceed the grid", n, m))
 		return
 	}
-	kern := s.kernel("matmul_cm2_"+suf, 3, 24)
+	name := "matmul_cm2_" + suf
+	if t == quant.F16 && k%64 == 0 && config.GPUCM2BK.Int() == 64 {
+		name = "matmul_cm2x_f16_bk64" // the same 64x128 tile, 64 deep
+	}
+	kern := s.kernel(name, 3, 24)
 	if kern == nil {
 		return
 	}

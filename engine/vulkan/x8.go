@@ -3,6 +3,7 @@ package vulkan
 import (
 	"fmt"
 
+	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -238,16 +239,20 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 		s.fail(fmt.Errorf("moe matvec x8 %v: rounded activations of %d bytes for %d rows of %d", t, xq.Size, xrows, k))
 		return
 	}
-	kern := s.kernel(name, 5, 36)
-	if kern == nil {
-		return
-	}
 	per := uint32(0)
 	if xPerPair {
 		per = 1
 	}
-	rows := moeX8Rows * s.c.subgroupsPerWorkgroup()
+	nr := moeX8Rows
+	if v := config.GPUMoERows.Int(); v != moeX8Rows && t == quant.Q4_K && (v == 1 || v == 4) {
+		nr, name = v, fmt.Sprintf("%s_nr%d", name, v)
+	}
+	rows := nr * s.c.subgroupsPerWorkgroup()
 	gx, gy := grid1D((n + rows - 1) / rows)
+	kern := s.kernel(name, 5, 36)
+	if kern == nil {
+		return
+	}
 	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(yStride), gx, uint32(upOff)),
 		gx, gy, uint32(pairs), w, xq, xs, y, ids)
 }
