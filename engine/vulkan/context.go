@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -477,7 +478,7 @@ func (b *Buffer) Write(off uint64, data []byte) error {
 		if err != nil {
 			return err
 		}
-		copy(st.bytes(), data[done:done+n])
+		parallelCopy(st.bytes(), data[done:done+n])
 		if err := c.copyNow(st, 0, b, off+uint64(done), uint64(n)); err != nil {
 			return err
 		}
@@ -522,6 +523,29 @@ func (c *Context) stagingBuffer(n uint64) (*Buffer, error) {
 	}
 	c.staging = st
 	return st, nil
+}
+
+// parallelCopy copies src into dst (len(dst) >= len(src)) on several goroutines when it is
+// large: a model's weights come from a memory-mapped file, and the page faults of a cold
+// mapping and the copy itself are CPU work that one core does at a few GB/s.
+func parallelCopy(dst, src []byte) {
+	const piece = 4 << 20
+	workers := min(runtime.GOMAXPROCS(0), 8, len(src)/piece)
+	if workers < 2 {
+		copy(dst, src)
+		return
+	}
+	per := (len(src) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for i := 0; i < len(src); i += per {
+		j := min(i+per, len(src))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			copy(dst[i:j], src[i:j])
+		}()
+	}
+	wg.Wait()
 }
 
 // copyNow records and runs one buffer copy.

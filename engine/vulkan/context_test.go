@@ -171,3 +171,29 @@ func TestTimestampsTimeEachStampedSpan(t *testing.T) {
 		t.Fatalf("timings %v, want one non-negative \"fill\" entry summing two spans", tm)
 	}
 }
+
+// parallelCopy copies every byte whatever the length's split among workers: lengths around the
+// piece size, uneven splits, and a destination longer than the source (its tail untouched).
+func TestParallelCopyCopiesEveryByte(t *testing.T) {
+	for _, n := range []int{0, 1, 4<<20 - 1, 8 << 20, 8<<20 + 3, 37<<20 + 11} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(i*7 + i>>13)
+		}
+		dst := make([]byte, n+5)
+		for i := range dst {
+			dst[i] = 0xee
+		}
+		parallelCopy(dst, src)
+		for i := range src {
+			if dst[i] != src[i] {
+				t.Fatalf("length %d: byte %d is %#x, want %#x", n, i, dst[i], src[i])
+			}
+		}
+		for i := n; i < len(dst); i++ {
+			if dst[i] != 0xee {
+				t.Fatalf("length %d: byte %d past the source written", n, i)
+			}
+		}
+	}
+}
