@@ -199,6 +199,22 @@ func TestDeviceOfTakesTheLargestDeviceLocalHeapAndItsBudget(t *testing.T) {
 	}
 }
 
+// A device listing NV cooperative matrix 2 stages its prefill weights as fp16 unless
+// VKLLM_GPU_CM2_STAGE=0, and its plan's scratch holds the staging buffer; others never do.
+func TestDeviceOfStagesWeightsWhereCM2ServesThem(t *testing.T) {
+	for _, tc := range []struct {
+		cm2  bool
+		env  string
+		want bool
+	}{{true, "", true}, {true, "0", false}, {false, "", false}, {false, "1", false}} {
+		t.Setenv("VKLLM_GPU_CM2_STAGE", tc.env)
+		d := vulkan.DeviceInfo{Name: "gpu", Features: map[string]bool{vulkan.FeatureCoopmat2NV: tc.cm2}}
+		if got := DeviceOf(d).StagesWeights; got != tc.want {
+			t.Errorf("cm2 %v, VKLLM_GPU_CM2_STAGE=%q: stages weights %v, want %v", tc.cm2, tc.env, got, tc.want)
+		}
+	}
+}
+
 func TestPinOfPrefersFlagThenEnvThenStore(t *testing.T) {
 	tests := []struct {
 		name         string
