@@ -30,6 +30,10 @@
 #   --depth-r N    timed repetitions of the tests at depth 4096 (default 3: vkllm's decode at
 #                  depth is today's slowest part; with -r equal to --depth-r vkllm runs both
 #                  depths in one process)
+#   --moe          add the mixtures of experts: a Qwen3-30B-A3B-shaped qwen3moe in Q4_K (issue
+#                  12, ~17 GB) and the seed's Qwen3.6-35B-A3B-shaped qwen35moe hybrid in the
+#                  UD-IQ2_XXS mix (issue 13, ~10.7 GB), both written tiled (synth -tile: a block
+#                  pattern repeated, for timing only), without the depth tests
 #   --quick        tiny models and tests (pp32, tg8, depth 64, 2 repetitions): checks the whole
 #                  script in a minute on any Vulkan device (lavapipe: VKLLM_GPU_VRAM_MB=1024)
 #
@@ -39,12 +43,12 @@
 # `scripts/bench-gpu.sh --vocab FOLDER/ggml-vocab-llama-spm.gguf --out /tmp/bench llama-bench.xz`
 # (then bring /tmp/bench back as one archive: it holds a JSON file and a log per run).
 #
-# Time on one H200 (16 cores), estimated from issue 16's rates: synth ~30 s, llama-bench ~1.5 min,
-# vkllm ~4.5 min, 3 of them the two tg128 @ d4096 runs at issue 16's 5.8 t/s; ~6.5 min in all.
+# Time on one H200 (16 cores), measured 2026-12-03 with -r 3 --depth-r 2: 167 s (synth 53 s);
+# --moe adds about 2.5 min (synth of both ~1 min, each model's runs ~40 s).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-REPS="" DEPTH_REPS="" VOCAB="" MODELS="" OUT="" QUICK=0 LLAMA_BENCH=""
+REPS="" DEPTH_REPS="" VOCAB="" MODELS="" OUT="" QUICK=0 MOE=0 LLAMA_BENCH=""
 
 die() {
 	echo "bench-gpu.sh: $*" >&2
@@ -61,6 +65,7 @@ while (($#)); do
 	-r) REPS=${2:?-r needs a count}; shift 2 ;;
 	--depth-r) DEPTH_REPS=${2:?--depth-r needs a count}; shift 2 ;;
 	--quick) QUICK=1; shift ;;
+	--moe) MOE=1; shift ;;
 	-h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	-*) die "unknown option $1 (see --help)" ;;
 	*)
@@ -74,13 +79,17 @@ done
 if ((QUICK)); then
 	P=32 N=8 DEPTH=64
 	REPS=${REPS:-2} DEPTH_REPS=${DEPTH_REPS:-2}
-	# label|synth preset|synth type|also at depth
-	SPECS=("tiny Q4_0|tiny|q4_0|0" "tiny Q4_K|tiny|q4_k|1")
+	# label|synth preset|synth type|also at depth|synth arch
+	SPECS=("tiny Q4_0|tiny|q4_0|0|llama" "tiny Q4_K|tiny|q4_k|1|llama")
+	MOE_SPECS=("tiny qwen3moe Q4_K|tiny|q4_k|0|qwen3moe" "tiny qwen35moe Q8_0|tiny|q8_0|0|qwen35moe")
 else
 	P=512 N=128 DEPTH=4096
 	REPS=${REPS:-5} DEPTH_REPS=${DEPTH_REPS:-3}
-	SPECS=("1B Q4_0 (llama-3.2-1B shape)|1b|q4_0|0" "8B Q4_0 (llama-3-8B shape)|8b|q4_0|1" "8B Q4_K (llama-3-8B shape)|8b|q4_k|1")
+	SPECS=("1B Q4_0 (llama-3.2-1B shape)|1b|q4_0|0|llama" "8B Q4_0 (llama-3-8B shape)|8b|q4_0|1|llama" "8B Q4_K (llama-3-8B shape)|8b|q4_k|1|llama")
+	MOE_SPECS=("30B-A3B Q4_K (qwen3moe, Qwen3-30B-A3B shape, tiled)|30b-a3b|q4_k|0|qwen3moe"
+		"seed UD-IQ2_XXS mix (qwen35moe, Qwen3.6-35B-A3B shape, tiled)|qwen36-35b-a3b|ud-iq2_xxs|0|qwen35moe")
 fi
+((!MOE)) || SPECS+=("${MOE_SPECS[@]}")
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "-r $REPS: want a count of 1 or more"
 [[ $DEPTH_REPS =~ ^[1-9][0-9]*$ ]] || die "--depth-r $DEPTH_REPS: want a count of 1 or more"
 
@@ -139,13 +148,20 @@ TAG=""
 
 FILES=()
 for spec in "${SPECS[@]}"; do
-	IFS='|' read -r label preset type _ <<<"$spec"
-	file=$MODELS/synth-$preset-$type$TAG.gguf
+	IFS='|' read -r label preset type _ arch <<<"$spec"
+	# llama's files keep their names; the hybrid keeps its own 248320-token vocabulary, and the
+	# full-size mixtures of experts are written tiled (seconds instead of hours)
+	file=$MODELS/synth-$preset-$type$TAG.gguf vocab=$VOCAB tile=""
+	if [[ $arch != llama ]]; then
+		[[ $arch != qwen35moe ]] || vocab=""
+		[[ $preset == tiny ]] || tile=-tile
+		file=$MODELS/synth-$arch-$preset-$type${vocab:+$TAG}.gguf
+	fi
 	how="reused"
 	if [[ ! -s $file ]]; then
 		start=$SECONDS
 		say "synth $label"
-		"$VKLLM" synth -preset "$preset" -type "$type" ${VOCAB:+-vocab-from "$VOCAB"} -o "$file.part" >&2
+		"$VKLLM" synth -arch "$arch" -preset "$preset" -type "$type" $tile ${vocab:+-vocab-from "$vocab"} -o "$file.part" >&2
 		mv "$file.part" "$file"
 		how="written in $((SECONDS - start)) s"
 	fi
@@ -183,8 +199,9 @@ run_peer() { # name file flags...
 }
 
 for i in "${!SPECS[@]}"; do
-	IFS='|' read -r _ preset type deep <<<"${SPECS[$i]}"
+	IFS='|' read -r _ preset type deep arch <<<"${SPECS[$i]}"
 	name=$preset-$type file=${FILES[$i]}
+	[[ $arch == llama ]] || name=$arch-$name
 	if ((deep)) && [[ $DEPTH_REPS == "$REPS" ]]; then
 		run_ours "$name" "$file" -r "$REPS" -d "0,$DEPTH"
 	else

@@ -80,8 +80,9 @@ func fakeLlamaBench(args []string) int {
 	return 0
 }
 
-// The script end to end in its --quick form on lavapipe: tiny models written by synth, vkllm's
-// runs on the GPU, the fake peer, one table with every row and ratio, and the loads.
+// The script end to end in its --quick form on lavapipe: tiny models written by synth (with
+// --moe the two mixture-of-experts architectures too), vkllm's runs on the GPU, the fake peer,
+// one table with every row and ratio, and the loads.
 func TestBenchGPUScriptQuickRun(t *testing.T) {
 	devs, err := vulkan.Devices()
 	if err != nil || len(devs) == 0 {
@@ -109,7 +110,7 @@ func TestBenchGPUScriptQuickRun(t *testing.T) {
 
 	t.Run("with a peer", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
-		stdout, stderr, err := run(t, nil, "--out", out, filepath.Join(tmp, "llama-bench"))
+		stdout, stderr, err := run(t, nil, "--moe", "--out", out, filepath.Join(tmp, "llama-bench"))
 		if err != nil {
 			t.Fatalf("bench-gpu.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 		}
@@ -118,6 +119,7 @@ func TestBenchGPUScriptQuickRun(t *testing.T) {
 			"| pp32 |", "| tg8 |", "| pp32 @ d64 |", "| tg8 @ d64 |",
 			"x vs fa1 |",
 			"load synth-tiny-q4_0.gguf", "load synth-tiny-q4_k.gguf",
+			"load synth-qwen3moe-tiny-q4_k.gguf", "load synth-qwen35moe-tiny-q8_0.gguf", // --moe
 			"peer device: ggml_vulkan: 0 = Fake GPU",
 		} {
 			if !strings.Contains(stdout, want) {
