@@ -190,12 +190,7 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 		t.Fatalf("Q4_K prefill takes the cm2 kernels: %v with VKLLM_GPU_CM2=%v", got, config.GPUCM2.Bool())
 	}
 	// Wired into the resident driver: an F16 model's prefill packs its inputs and runs cm2.
-	for _, k := range []string{"pack_f16", "matmul_cm2_f16"} { // forget the pipelines earlier tests made
-		if kern, ok := c.kernels[k]; ok {
-			kern.destroy(c.dev)
-			delete(c.kernels, k)
-		}
-	}
+	forgetKernels(c, "pack_f16", "matmul_cm2_f16")
 	r, err := NewResident(c, loadShared(t, "rand-llama-f16"), ResidentOptions{Context: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -217,10 +212,7 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 		prevAll, prevStage := c.cm2All, c.cm2Stage
 		c.cm2All, c.cm2Stage = !stage, stage
 		defer func() { c.cm2All, c.cm2Stage = prevAll, prevStage }()
-		if kern, ok := c.kernels[kernel]; ok {
-			kern.destroy(c.dev)
-			delete(c.kernels, kernel)
-		}
+		forgetKernels(c, kernel)
 		r, err := NewResident(c, loadShared(t, "rand-llama-q4_0"), ResidentOptions{Context: 64})
 		if err != nil {
 			t.Fatal(err)

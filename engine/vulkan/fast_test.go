@@ -192,12 +192,7 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 			}
 			withTier(t, c, tc.exact)
 			c.x8 = tc.x8
-			for _, k := range append(append([]string{}, tc.takes...), tc.not...) { // forget the pipelines earlier tests made
-				if kern, ok := c.kernels[k]; ok {
-					kern.destroy(c.dev)
-					delete(c.kernels, k)
-				}
-			}
+			forgetKernels(c, append(append([]string{}, tc.takes...), tc.not...)...)
 			r, err := NewResident(c, m, ResidentOptions{Context: 64})
 			if err != nil {
 				t.Fatal(err)

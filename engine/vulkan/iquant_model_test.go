@@ -136,12 +136,7 @@ func TestResidentMixedIQuantModelFollowsCPUReference(t *testing.T) {
 				}
 				fastKernels = append(fastKernels, name)
 			}
-			for _, k := range fastKernels { // forget the pipelines earlier tests made
-				if kern, ok := c.kernels[k]; ok {
-					kern.destroy(c.dev)
-					delete(c.kernels, k)
-				}
-			}
+			forgetKernels(c, fastKernels...)
 			r, cr := residentAndCPU(t, c, m, 32)
 			defer func() { // decode took each type's fast product on the fast tier only
 				for _, k := range fastKernels {

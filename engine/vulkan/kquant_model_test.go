@@ -78,12 +78,7 @@ func residentKQuantGreedy(t *testing.T, c *Context, typ quant.Type, kernel strin
 		t.Run(tier.name, func(t *testing.T) {
 			withTier(t, c, tier.exact)
 			fastKernels := []string{"matvec_fast_" + kernel, "matvec_fast2_" + kernel, "matvec_dec_" + kernel}
-			for _, k := range fastKernels { // forget the pipelines earlier tests made
-				if kern, ok := c.kernels[k]; ok {
-					kern.destroy(c.dev)
-					delete(c.kernels, k)
-				}
-			}
+			forgetKernels(c, fastKernels...)
 			r, cr := residentAndCPU(t, c, m, 64)
 			defer func() {
 				made := 0

@@ -105,3 +105,14 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// forgetKernels destroys the named pipelines earlier tests made, so that a test can check that
+// what it runs makes them (Context.Kernel creates them on first use).
+func forgetKernels(c *Context, names ...string) {
+	for _, k := range names {
+		if kern, ok := c.kernels[k]; ok {
+			kern.destroy(c.dev)
+			delete(c.kernels, k)
+		}
+	}
+}

@@ -153,16 +153,12 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				// sees this model make it
 				x8Name := x8Kernel("moe_matvec_x8_", typ)
 				x8 := !tier.exact && c.x8 && c.Info.Features[FeatureInt8Dot] && x8Name != ""
-				if kern, ok := c.kernels[x8Name]; ok && x8 {
-					kern.destroy(c.dev)
-					delete(c.kernels, x8Name)
+				if x8 {
+					forgetKernels(c, x8Name)
 				}
 				// the f32 router's decode product is the fast one on the fast tier (it took the
 				// one-thread-a-row matvec before)
-				if kern, ok := c.kernels["matvec_fast_f32"]; ok {
-					kern.destroy(c.dev)
-					delete(c.kernels, "matvec_fast_f32")
-				}
+				forgetKernels(c, "matvec_fast_f32")
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})
 				if err != nil {
 					t.Fatal(err)
