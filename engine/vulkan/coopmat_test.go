@@ -245,7 +245,7 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 func checkCoopmatGEMM(t *testing.T, c *Context, typ quant.Type, k, n, m int, set string) {
 	rng := rand.New(rand.NewSource(int64(typ)*1000 + int64(m)))
 	var wq []byte
-	if iquantType(typ) {
+	if _, iq := iquantSuffix[typ]; iq {
 		wq = randomIQBlocks(rng, typ, k*n/typ.BlockSize(), iqElementScale(typ)/2)
 	} else {
 		var err error

@@ -32,7 +32,7 @@ func TestDequantF16StagesEveryTypeAsRoundedReference(t *testing.T) {
 		t.Run(typ.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(typ) + 77))
 			var wq []byte
-			if iquantType(typ) {
+			if _, iq := iquantSuffix[typ]; iq {
 				wq = randomIQBlocks(rng, typ, k*rows/typ.BlockSize(), iqElementScale(typ))
 			} else {
 				var err error
@@ -99,13 +99,4 @@ func TestDequantF16RefusesWhatItCannotStage(t *testing.T) {
 			}
 		})
 	}
-}
-
-func iquantType(typ quant.Type) bool {
-	for _, q := range iquantTypes {
-		if q == typ {
-			return true
-		}
-	}
-	return false
 }
