@@ -260,6 +260,7 @@ func (c *Context) selectGEMMTier() {
 	c.cm2Able, c.cm2Reason = chooseCM2(c.gemm, c.cm2Device, flex)
 	c.cm2All = config.GPUCM2.Bool()
 	c.cm2Stage = config.GPUCM2Stage.Bool()
+	c.cm2BK64 = config.GPUCM2BK.Int() == 64
 	if c.cm2Able {
 		switch {
 		case c.cm2All:
@@ -436,7 +437,7 @@ func (s *Seq) MatMulF16X(t quant.Type, w, xh, y Binding, k, n, m, yStride int, a
 		return
 	}
 	name := "matmul_cm2_" + suf
-	if t == quant.F16 && k%64 == 0 && config.GPUCM2BK.Int() == 64 {
+	if t == quant.F16 && k%64 == 0 && s.c.cm2BK64 {
 		name = "matmul_cm2x_f16_bk64" // the same 64x128 tile, 64 deep
 	}
 	kern := s.kernel(name, 3, 24)

@@ -3,7 +3,6 @@ package vulkan
 import (
 	"fmt"
 
-	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -244,8 +243,8 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 		per = 1
 	}
 	nr := moeX8Rows
-	if v := config.GPUMoERows.Int(); v != moeX8Rows && t == quant.Q4_K && (v == 1 || v == 4) {
-		nr, name = v, fmt.Sprintf("%s_nr%d", name, v)
+	if t == quant.Q4_K && s.c.moeX8Rows != moeX8Rows {
+		nr, name = s.c.moeX8Rows, fmt.Sprintf("%s_nr%d", name, s.c.moeX8Rows)
 	}
 	rows := nr * s.c.subgroupsPerWorkgroup()
 	gx, gy := grid1D((n + rows - 1) / rows)
