@@ -104,6 +104,7 @@ import "C"
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 
 	vk "github.com/vulkan-go/vulkan"
@@ -260,7 +261,7 @@ func (c *Context) selectGEMMTier() {
 	c.cm2Able, c.cm2Reason = chooseCM2(c.gemm, c.cm2Device, flex)
 	c.cm2All = config.GPUCM2.Bool()
 	c.cm2Stage = config.GPUCM2Stage.Bool()
-	c.cm2BK64 = config.GPUCM2BK.Int() == 64
+	c.cm2F16 = chooseCM2Tile(config.GPUCM2Tile.String())
 	if c.cm2Able {
 		switch {
 		case c.cm2All:
@@ -279,6 +280,42 @@ func (c *Context) selectGEMMTier() {
 // VK_NV_cooperative_matrix2 lists that shape (flexible dimensions); every other type keeps
 // the KHR kernels of the same tier.
 const cm2BM, cm2BN, cm2BK, cm2Invocations = 64, 128, 32, 256
+
+// cm2Tile is one F16 cm2 kernel: its tile of bm rows x bn tokens, bk deep.
+type cm2Tile struct {
+	kernel     string
+	bm, bn, bk int
+}
+
+// cm2DefaultTile is the engine's F16 cm2 kernel (matmul_cm2_f16: cm2BM x cm2BN x cm2BK).
+var cm2DefaultTile = cm2Tile{"matmul_cm2_f16", cm2BM, cm2BN, cm2BK}
+
+// cm2TileCandidates are the matmul_cm2x_f16_* kernels VKLLM_GPU_CM2_TILE picks for A/B
+// measurements (their names' suffixes; _in: the interior tiles load and store without bounds
+// checks).
+var cm2TileCandidates = []string{"64x128x64", "128x128x64", "128x256x64", "64x128x32_in", "64x128x64_in", "128x128x64_in", "128x256x64_in"}
+
+// chooseCM2Tile returns the F16 cm2 kernel VKLLM_GPU_CM2_TILE names (the default for "", the
+// default's own name or one not among the candidates, which it logs).
+func chooseCM2Tile(v string) cm2Tile {
+	v = strings.TrimSpace(v)
+	if v == "" || v == fmt.Sprintf("%dx%dx%d", cm2BM, cm2BN, cm2BK) {
+		return cm2DefaultTile
+	}
+	for _, c := range cm2TileCandidates {
+		if c != v {
+			continue
+		}
+		var t cm2Tile
+		if _, err := fmt.Sscanf(strings.TrimSuffix(c, "_in"), "%dx%dx%d", &t.bm, &t.bn, &t.bk); err != nil {
+			panic(fmt.Sprintf("cm2 tile candidate %q: %v", c, err)) // the list above is malformed
+		}
+		t.kernel = "matmul_cm2x_f16_" + c
+		return t
+	}
+	slog.Warn("VKLLM_GPU_CM2_TILE names no cm2 tile; the default serves", "value", v, "candidates", strings.Join(cm2TileCandidates, ", "))
+	return cm2DefaultTile
+}
 
 var cm2Types = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true, quant.F16: true}
 
@@ -431,16 +468,16 @@ func (s *Seq) MatMulF16X(t quant.Type, w, xh, y Binding, k, n, m, yStride int, a
 		s.fail(fmt.Errorf("matmul f16x %v: rows of %d elements (a multiple of %d and of %d), %d rows, %d tokens", t, k, blockElems(t), cm2BK, n, m))
 		return
 	}
-	gx, gy := (n+cm2BM-1)/cm2BM, (m+cm2BN-1)/cm2BN
+	tile := cm2Tile{"matmul_cm2_" + suf, cm2BM, cm2BN, cm2BK}
+	if t == quant.F16 && k%s.c.cm2F16.bk == 0 {
+		tile = s.c.cm2F16
+	}
+	gx, gy := (n+tile.bm-1)/tile.bm, (m+tile.bn-1)/tile.bn
 	if gx > maxGroups || gy > maxGroups {
 		s.fail(fmt.Errorf("matmul f16x: %d rows x %d tokens exceed the grid", n, m))
 		return
 	}
-	name := "matmul_cm2_" + suf
-	if t == quant.F16 && k%64 == 0 && s.c.cm2BK64 {
-		name = "matmul_cm2x_f16_bk64" // the same 64x128 tile, 64 deep
-	}
-	kern := s.kernel(name, 3, 24)
+	kern := s.kernel(tile.kernel, 3, 24)
 	if kern == nil {
 		return
 	}

@@ -560,12 +560,13 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 }
 
 // stagedMatMul records Y (+)= W·X for one weight slice on the cooperative matrix 2 F16 kernel:
-// as many of its rows as r.stage holds (a multiple of the kernel's 64-row tile) are
+// as many of its rows as r.stage holds (a multiple of the F16 kernel's row tile) are
 // dequantized to fp16 there, multiplied with the fp16 activations xh, and the next rows
 // follow once that product has read them. staged says whether an earlier product of the
 // same project call may still read r.stage.
 func (r *Resident) stagedMatMul(s *Seq, t quant.Type, sl weightSlice, xh Binding, y *Buffer, k, m, yStride int, acc bool, staged *bool) {
-	chunk := max(cm2BM, int(r.stage.Size)/(2*k)/cm2BM*cm2BM)
+	bm := r.c.cm2F16.bm
+	chunk := max(bm, int(r.stage.Size)/(2*k)/bm*bm)
 	for c0 := 0; c0 < sl.rows; c0 += chunk {
 		n := min(chunk, sl.rows-c0)
 		if *staged {

@@ -1,8 +1,9 @@
 #version 450
-// a benchmark candidate (BenchmarkCM2Tiles): the F16 cm2 kernel at 128x128, 64 deep
+// a tile candidate of the F16 cm2 kernel (BenchmarkCM2Tiles, VKLLM_GPU_CM2_TILE=128x128x64): 128x128, 64 deep
 #define T_F16
 #define CM2_XH
 #define CM2_BM 128
 #define CM2_BN 128
 #define CM2_BK 64
+
 #include "matmul_cm2.glsl"

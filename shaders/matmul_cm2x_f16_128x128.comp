@@ -1,8 +1,0 @@
-#version 450
-// a benchmark candidate (BenchmarkCM2Tiles): the F16 cm2 kernel at 128x128, 32 deep
-#define T_F16
-#define CM2_XH
-#define CM2_BM 128
-#define CM2_BN 128
-#define CM2_BK 32
-#include "matmul_cm2.glsl"
