@@ -33,20 +33,21 @@ type Context struct {
 
 	gemm             gemmTier // prefill GEMM tier, chosen once at Open (coopmat.go)
 	gemmReason       string
-	cm2Device        bool   // NV cooperative matrix 2 was enabled at device creation (loader.go)
-	cm2Able          bool   // the device can run the cooperative matrix 2 kernels (coopmat.go)
-	cm2All           bool   // every cm2Types type takes them, not only cm2Faster (VKLLM_GPU_CM2=1)
-	cm2Stage         bool   // quantized prefill products stage their rows as fp16 for the cm2 F16 kernel (VKLLM_GPU_CM2_STAGE=1)
+	cm2Device        bool    // NV cooperative matrix 2 was enabled at device creation (loader.go)
+	cm2Able          bool    // the device can run the cooperative matrix 2 kernels (coopmat.go)
+	cm2All           bool    // every cm2Types type takes them, not only cm2Faster (VKLLM_GPU_CM2=1)
+	cm2Stage         bool    // quantized prefill products stage their rows as fp16 for the cm2 F16 kernel (VKLLM_GPU_CM2_STAGE=1)
 	cm2F16           cm2Tile // the cm2 F16 kernel's tile (VKLLM_GPU_CM2_TILE, an A/B switch)
-	cm2Reason        string // why or why not, for the roster
-	lanes            int    // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)
-	exact            bool   // the exact tier: llama.cpp's CPU order bit for bit (fast.go)
-	exactWhy         string // why the exact tier serves, for the roster
-	matvecUnits      int    // units a lane of matvec_fast takes per pass: 1, or 2 for the types with a matvec_fast2_ kernel (fast.go)
-	moeX8Rows        int    // rows of one pair a subgroup takes in the Q4_K expert decode products (VKLLM_GPU_MOE_ROWS: 1, 2 or 4)
-	x8               bool   // one-token products of the x8Rows types take matvec_x8 over activations rounded once per input (x8.go)
-	matvecShareBelow int    // grids of fewer workgroups share rows among subgroups in matvec_fast (fast.go)
-	fusedDecode      bool   // the decode step takes matvec_dec (fast.go): int8 dot products with the norm, rounding and SwiGLU fused
+	cm2Reason        string  // why or why not, for the roster
+	lanes            int     // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)
+	exact            bool    // the exact tier: llama.cpp's CPU order bit for bit (fast.go)
+	exactWhy         string  // why the exact tier serves, for the roster
+	matvecUnits      int     // units a lane of matvec_fast takes per pass: 1, or 2 for the types with a matvec_fast2_ kernel (fast.go)
+	moeFold          bool    // a decode step's expert down products fold the combine in (VKLLM_GPU_MOE_FOLD, an A/B switch)
+	moeX8Rows        int     // rows of one pair a subgroup takes in the Q4_K expert decode products (VKLLM_GPU_MOE_ROWS: 1, 2 or 4)
+	x8               bool    // one-token products of the x8Rows types take matvec_x8 over activations rounded once per input (x8.go)
+	matvecShareBelow int     // grids of fewer workgroups share rows among subgroups in matvec_fast (fast.go)
+	fusedDecode      bool    // the decode step takes matvec_dec (fast.go): int8 dot products with the norm, rounding and SwiGLU fused
 
 	pools   []*memPool
 	kernels map[string]*Kernel

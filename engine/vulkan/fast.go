@@ -38,6 +38,7 @@ func (c *Context) selectNumericTier() {
 		c.matvecUnits = 2
 	}
 	c.moeX8Rows = moeX8Rows
+	c.moeFold = config.GPUMoEFold.Bool()
 	if v := config.GPUMoERows.Int(); v == 1 || v == 4 {
 		c.moeX8Rows = v
 	}

@@ -379,6 +379,12 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	stamp("router")
 	s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
 		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
+	// A decode step on the int8 products may fold the combine into the down product
+	// (moe_down_x8); the shared expert then runs first, its first product beside the route.
+	fold := x8GateUp && x8Down && r.c.moeFold && (w.shared == nil || p.SharedFFN <= dim)
+	if fold && w.shared != nil {
+		r.sharedExpert(s, w.shared, xn, m)
+	}
 	s.Barrier()
 	if m > 1 {
 		tilePairs := moeTilePairs
@@ -413,6 +419,19 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 		stamp("swiglu")
 	}
+	if fold {
+		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
+		s.Barrier()
+		sh, g := ms.out, ms.wts // not read without a shared expert
+		if w.shared != nil {
+			sh, g = ms.shared, ms.gateLogit
+		}
+		s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
+			sh.All(), g.All(), ff, dim, p.Used, w.shared != nil)
+		s.Barrier()
+		stamp("ffn_down")
+		return
+	}
 	if x8Down {
 		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
 		s.Barrier()
@@ -425,13 +444,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	s.Barrier()
 	sh, g := ms.out, ms.wts // not read without a shared expert
 	if w.shared != nil {
-		sf := p.SharedFFN
-		r.project(s, xn, dim, m, projection{w.shared.gate, r.gate, sf, false}, projection{w.shared.up, r.up, sf, false})
-		s.Barrier()
-		hs := r.gate.Range(0, uint64(4*m*sf))
-		s.SwiGLU(hs, r.up.Range(0, uint64(4*m*sf)), hs, m*sf)
-		s.Barrier()
-		r.project(s, hs, sf, m, projection{w.shared.down, ms.shared, dim, false})
+		r.sharedExpert(s, w.shared, xn, m)
 		s.Barrier()
 		sh, g = ms.shared, ms.gateLogit
 	}
@@ -439,4 +452,16 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		sh.All(), g.All(), dim, p.Used, m, w.shared != nil)
 	s.Barrier()
 	stamp("ffn_down")
+}
+
+// sharedExpert records the shared expert's output of m rows of xn into r.moe.shared:
+// down_s(silu(gate_s·xn) ⊙ up_s·xn), without a barrier after its last product.
+func (r *Resident) sharedExpert(s *Seq, w *sharedExpert, xn Binding, m int) {
+	dim, sf := r.h.Dim, r.h.MoE.SharedFFN
+	r.project(s, xn, dim, m, projection{w.gate, r.gate, sf, false}, projection{w.up, r.up, sf, false})
+	s.Barrier()
+	hs := r.gate.Range(0, uint64(4*m*sf))
+	s.SwiGLU(hs, r.up.Range(0, uint64(4*m*sf)), hs, m*sf)
+	s.Barrier()
+	r.project(s, hs, sf, m, projection{w.down, r.moe.shared, dim, false})
 }

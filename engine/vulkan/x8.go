@@ -256,6 +256,34 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 		gx, gy, uint32(pairs), w, xq, xs, y, ids)
 }
 
+// MoEDownX8 records a decode step's expert down products and their combine in one dispatch
+// (moe_down_x8): x[r] += Σ_j wts[j]·(W_{ids[j]}[r]·h_j) over the token's used pairs, h_j the
+// pair's hidden row rounded by QuantizeX8 into xq and xs, plus sigmoid(g[0])·sh[r] with shared.
+// w binds the whole expert tensor (n rows of k elements per expert); sh and g are read only
+// with shared.
+func (s *Seq) MoEDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, n, used int, shared bool) {
+	name := x8Kernel("moe_down_x8_", t)
+	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || used <= 0 {
+		s.fail(fmt.Errorf("moe down x8: %v rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, %d pairs", t, k, n, used))
+		return
+	}
+	if xq.Size < uint64(used*x8QuantBytes(k)) || xs.Size < uint64(used*x8ScaleBytes(k)) || x.Size < uint64(4*n) {
+		s.fail(fmt.Errorf("moe down x8 %v: rounded activations of %d bytes for %d rows of %d, residual of %d bytes for %d", t, xq.Size, used, k, x.Size, n))
+		return
+	}
+	sh32 := uint32(0)
+	if shared {
+		sh32 = 1
+	}
+	rows := moeX8Rows * s.c.subgroupsPerWorkgroup()
+	gx, gy := grid1D((n + rows - 1) / rows)
+	kern := s.kernel(name, 8, 20)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(used), gx, sh32), gx, gy, 1, w, xq, xs, x, ids, wts, sh, g)
+}
+
 // moeX8Layout places the decode step's rounded MoE inputs in r.xq after the room projectX8
 // takes for a dim-wide input: the token's normed input, then its used pairs' hidden rows.
 // ok is false when r.xq is too small for them.
