@@ -120,36 +120,6 @@ const uint QK = 1u;
 
 const uint BM = CM2_BM, BN = CM2_BN, BK = CM2_BK;
 
-// The tile's product over K and its store, through layouts LW (weights), LX (activations)
-// and LY (outputs).
-#ifdef T_F16
-#define CM2_LOAD_A(LW) coopMatLoadTensorNV(a, wh, 0u, sliceTensorLayoutNV(LW, r0, BM, k0, BK));
-#else
-#define CM2_LOAD_A(LW) coopMatLoadTensorNV(a, w, 0u, sliceTensorLayoutNV(LW, r0, BM, k0, BK), decodeW);
-#endif
-#ifdef CM2_XH
-#define CM2_LOAD_B(LX) coopMatLoadTensorNV(b, xh, 0u, sliceTensorLayoutNV(LX, t0, BN, k0, BK), transposed);
-#else
-#define CM2_LOAD_B(LX) coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(LX, t0, BN, k0, BK), transposed, decodeAct);
-#endif
-#define CM2_TILE(LW, LX, LY) { \
-    coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc = \
-        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0); \
-    for (uint k0 = 0u; k0 < p.K; k0 += BK) { \
-        coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a; \
-        coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b; \
-        CM2_LOAD_A(LW) \
-        CM2_LOAD_B(LX) \
-        acc = coopMatMulAdd(a, b, acc); \
-    } \
-    if (p.accumulate != 0u) { \
-        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> prev; \
-        coopMatLoadTensorNV(prev, y, 0u, sliceTensorLayoutNV(LY, t0, BN, r0, BM), transposed); \
-        acc = acc + prev; \
-    } \
-    coopMatStoreTensorNV(acc, y, 0u, sliceTensorLayoutNV(LY, t0, BN, r0, BM), transposed); \
-}
-
 void main() {
     uint r0 = gl_WorkGroupID.x * BM;
     uint t0 = gl_WorkGroupID.y * BN;
@@ -168,22 +138,27 @@ void main() {
     ly = setTensorLayoutStrideNV(ly, p.yStride, 1);
     tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
 
-#ifdef CM2_INTERIOR
-    // A tile wholly inside the matrices loads and stores through layouts without a clamp mode
-    // (no bounds checks); the edge tiles take the clamping ones.
-    if (r0 + BM <= p.N && t0 + BN <= p.M) {
-        tensorLayoutNV<2> uw = createTensorLayoutNV(2);
-        uw = setTensorLayoutBlockSizeNV(uw, 1, QK);
-        uw = setTensorLayoutDimensionNV(uw, p.N, p.K);
-        tensorLayoutNV<2> ux = createTensorLayoutNV(2);
-        ux = setTensorLayoutDimensionNV(ux, p.M, p.K);
-        ux = setTensorLayoutStrideNV(ux, p.xStride, 1);
-        tensorLayoutNV<2> uy = createTensorLayoutNV(2);
-        uy = setTensorLayoutDimensionNV(uy, p.M, p.N);
-        uy = setTensorLayoutStrideNV(uy, p.yStride, 1);
-        CM2_TILE(uw, ux, uy)
-        return;
-    }
+    coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
+        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
+    for (uint k0 = 0u; k0 < p.K; k0 += BK) {
+        coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
+        coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
+#ifdef T_F16
+        coopMatLoadTensorNV(a, wh, 0u, sliceTensorLayoutNV(lw, r0, BM, k0, BK));
+#else
+        coopMatLoadTensorNV(a, w, 0u, sliceTensorLayoutNV(lw, r0, BM, k0, BK), decodeW);
 #endif
-    CM2_TILE(lw, lx, ly)
+#ifdef CM2_XH
+        coopMatLoadTensorNV(b, xh, 0u, sliceTensorLayoutNV(lx, t0, BN, k0, BK), transposed);
+#else
+        coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, t0, BN, k0, BK), transposed, decodeAct);
+#endif
+        acc = coopMatMulAdd(a, b, acc);
+    }
+    if (p.accumulate != 0u) {
+        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> prev;
+        coopMatLoadTensorNV(prev, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed);
+        acc = acc + prev;
+    }
+    coopMatStoreTensorNV(acc, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed);
 }

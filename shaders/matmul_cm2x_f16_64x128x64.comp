@@ -1,5 +1,5 @@
 #version 450
-// a tile candidate of the F16 cm2 kernel (BenchmarkCM2Tiles, VKLLM_GPU_CM2_TILE=64x128x64): 64x128, 64 deep
+// the F16 cm2 kernel at 64x128, 64 deep (BenchmarkCM2Tiles; VKLLM_GPU_CM2_TILE=64x128x64)
 #define T_F16
 #define CM2_XH
 #define CM2_BM 64

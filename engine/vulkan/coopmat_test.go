@@ -357,16 +357,18 @@ func BenchmarkCM2Tiles(b *testing.B) {
 		{"matmul_coopmat_q4_k", quant.Q4_K, false, 128, 128, false},
 		{"matmul_cm2_q4_k", quant.Q4_K, true, cm2BM, cm2BN, false},
 		{"matmul_cm2_f16", quant.Q4_K, true, cm2BM, cm2BN, true},
-		{"matmul_cm2x_f16_64x128x64_in", quant.Q4_K, true, 64, 128, true},
+		{"matmul_cm2x_f16_64x128x64", quant.Q4_K, true, 64, 128, true},
+		{"matmul_cm2x_f16_128x128x64", quant.Q4_K, true, 128, 128, true},
 		{"matmul_coopmat_q4_0", quant.Q4_0, false, 128, 128, false},
 		{"matmul_cm2_q4_0", quant.Q4_0, true, cm2BM, cm2BN, false},
 		{"matmul_cm2_f16", quant.Q4_0, true, cm2BM, cm2BN, true},
 		{"matmul_coopmat_f16", quant.F16, false, 128, 128, false},
 		{"matmul_cm2_f16", quant.F16, true, cm2BM, cm2BN, false},
 	}
-	for _, v := range cm2TileCandidates {
-		t := chooseCM2Tile(v)
-		cands = append(cands, cand{t.kernel, quant.F16, true, t.bm, t.bn, false})
+	for _, t := range cm2TileCandidates {
+		if t.kernel != "matmul_cm2_f16" {
+			cands = append(cands, cand{t.kernel, quant.F16, true, t.bm, t.bn, false})
+		}
 	}
 	rng := rand.New(rand.NewSource(2))
 	for _, g := range [][2]int{{4096, 4096}, {14336, 4096}, {4096, 14336}} {
@@ -433,25 +435,27 @@ func BenchmarkCM2Tiles(b *testing.B) {
 	}
 }
 
-// TestCM2TileSwitchNamesEmbeddedKernels checks that VKLLM_GPU_CM2_TILE's every candidate picks
-// its own embedded kernel with the tile its name states, and that the default's name, an empty
-// value and an unknown one keep the default.
+// TestCM2TileSwitchNamesEmbeddedKernels checks that VKLLM_GPU_CM2_TILE's every candidate is an
+// embedded kernel whose name states its tile, that the candidates differ, and that an empty or
+// unknown value keeps the default.
 func TestCM2TileSwitchNamesEmbeddedKernels(t *testing.T) {
 	seen := map[string]bool{}
-	for _, v := range cm2TileCandidates {
-		tile := chooseCM2Tile(v)
-		if tile == cm2DefaultTile || seen[tile.kernel] {
-			t.Fatalf("%q: kernel %q is the default's or another candidate's", v, tile.kernel)
+	for v, tile := range cm2TileCandidates {
+		if got := chooseCM2Tile(v); got != tile || seen[tile.kernel] {
+			t.Fatalf("%q: chose %+v, the candidate is %+v (or another's kernel)", v, got, tile)
 		}
 		seen[tile.kernel] = true
-		if want := fmt.Sprintf("%dx%dx%d", tile.bm, tile.bn, tile.bk); !strings.HasPrefix(v, want) || tile.bm%16 != 0 || tile.bn%16 != 0 || tile.bk%16 != 0 {
-			t.Errorf("%q: tile %s", v, want)
+		if tile.bm%16 != 0 || tile.bn%16 != 0 || tile.bk%16 != 0 || !strings.HasPrefix(v, fmt.Sprintf("%dx%dx%d", tile.bm, tile.bn, tile.bk)) {
+			t.Errorf("%q: tile %+v", v, tile)
+		}
+		if tile.kernel != "matmul_cm2_f16" && tile.kernel != "matmul_cm2x_f16_"+v {
+			t.Errorf("%q: kernel %q does not name the tile", v, tile.kernel)
 		}
 		if _, err := shaders.SPIRV(tile.kernel); err != nil {
 			t.Errorf("%q: %v", v, err)
 		}
 	}
-	for _, v := range []string{"", " ", "64x128x32", "32x32x32", "64x128x64_inx"} {
+	for _, v := range []string{"", " ", "32x32x32", "64x128x64_in"} {
 		if got := chooseCM2Tile(v); got != cm2DefaultTile {
 			t.Errorf("%q: %+v, want the default", v, got)
 		}

@@ -37,11 +37,7 @@ func (c *Context) selectNumericTier() {
 	if config.GPUMatvecUnits.Int() == 2 {
 		c.matvecUnits = 2
 	}
-	c.moeX8Rows = moeX8Rows
-	c.moeFold = config.GPUMoEFold.Bool()
-	if v := config.GPUMoERows.Int(); v == 1 || v == 4 {
-		c.moeX8Rows = v
-	}
+	c.moeFold = true
 	c.x8 = config.GPUX8.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	if !c.exact && c.x8 {
 		c.exactWhy = "fast tier: int8 decode products over activations rounded once per layer input (VKLLM_GPU_X8=0 for f32 ones), split attention, quantized prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"

@@ -211,8 +211,16 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 	return done
 }
 
-// moeX8Rows is moe_matvec_x8's NR: the rows of one pair a subgroup takes.
+// moeX8Rows is moe_matvec_x8's NR: the rows of one pair a subgroup takes (one for Q4_K,
+// measured faster on the H200, moe_matvec_x8_q4_k.comp), and moe_down_x8's rows of a subgroup.
 const moeX8Rows = 2
+
+func moeX8RowsOf(t quant.Type) int {
+	if t == quant.Q4_K {
+		return 1
+	}
+	return moeX8Rows
+}
 
 // MoEMatVecX8 records the decode step's expert products on int8 dot products: for each of the
 // pairs (token t's j-th expert ids[t·used+j]), Y[q·yStride + r] = W_e[r]·x, x the pair's row
@@ -242,11 +250,7 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 	if xPerPair {
 		per = 1
 	}
-	nr := moeX8Rows
-	if t == quant.Q4_K && s.c.moeX8Rows != moeX8Rows {
-		nr, name = s.c.moeX8Rows, fmt.Sprintf("%s_nr%d", name, s.c.moeX8Rows)
-	}
-	rows := nr * s.c.subgroupsPerWorkgroup()
+	rows := moeX8RowsOf(t) * s.c.subgroupsPerWorkgroup()
 	gx, gy := grid1D((n + rows - 1) / rows)
 	kern := s.kernel(name, 5, 36)
 	if kern == nil {

@@ -413,6 +413,67 @@ func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 	}
 }
 
+// TestMoEDownX8MatchesFloat64Reference holds moe_down_x8 (a decode step's expert down
+// products with the combine folded in) to a float64 reference over the pairs' hidden rows
+// rounded as quantize_x8 rounds them: x[r] + Σ_j w_j·(W_{e_j}[r]·h_j) (+ sigmoid(g)·sh[r]),
+// |got - ref| <= 1e-5·(Σ_j |w_j|·Σ|W·h| + |sh·sigmoid(g)| + |x|) + 1e-6. Rows past a
+// workgroup's end, a repeated expert and the shared expert are all taken.
+func TestMoEDownX8MatchesFloat64Reference(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no moe_down_x8", c.Info.Name)
+	}
+	const n, ne = 37, 5
+	ids := []uint32{4, 1, 1, 0}
+	used := len(ids)
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ2_XXS} {
+		k := 96
+		if typ.BlockSize() > 32 {
+			k = 768
+		}
+		for _, shared := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/shared=%v", typ, shared), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(int64(typ)*13 + int64(len(ids))))
+				wq, wd := moeTestWeights(t, rng, typ, k, n, ne)
+				h := randVec(rng, used*k, 1)
+				wts := randVec(rng, used, 1)
+				x, sh, g := randVec(rng, n, 1), randVec(rng, n, 1), randVec(rng, 1, 2)
+				hb, ib, wb, xb := upload(t, c, h), uploadU32(t, c, ids), upload(t, c, wts), upload(t, c, x)
+				shb, gb, wqb := upload(t, c, sh), upload(t, c, g), uploadBytes(t, c, wq)
+				xq, xs := uploadBytes(t, c, make([]byte, used*x8QuantBytes(k))), uploadBytes(t, c, make([]byte, used*x8ScaleBytes(k)))
+				run(t, c, func(s *Seq) {
+					s.QuantizeX8(hb.All(), xq.All(), xs.All(), k, used, X8Input{})
+					s.Barrier()
+					s.MoEDownX8(typ, wqb.All(), xq.All(), xs.All(), xb.All(), ib.All(), wb.All(), shb.All(), gb.All(), k, n, used, shared)
+				})
+				got := readF32(t, xb, n)
+				sg := 1 / (1 + math.Exp(-float64(g[0])))
+				for r := 0; r < n; r++ {
+					ref, mag := float64(x[r]), math.Abs(float64(x[r]))
+					for j, e := range ids {
+						q, d := roundX8(h[j*k : (j+1)*k])
+						var dot, dmag float64
+						for i := 0; i < k; i++ {
+							p := float64(wd[(int(e)*n+r)*k+i]) * float64(q[i]) * d[i/32]
+							dot += p
+							dmag += math.Abs(p)
+						}
+						ref += float64(wts[j]) * dot
+						mag += math.Abs(float64(wts[j])) * dmag
+					}
+					if shared {
+						ref += float64(sh[r]) * sg
+						mag += math.Abs(float64(sh[r]) * sg)
+					}
+					if diff := math.Abs(float64(got[r]) - ref); !(diff <= 1e-5*mag+1e-6) {
+						t.Fatalf("row %d: got %v, want %v (|Δ| %g, bound %g)", r, got[r], ref, diff, 1e-5*mag+1e-6)
+					}
+				}
+			})
+		}
+	}
+}
+
 // The roster's numeric-tier and int8 lines say which decode products serve: the int8 ones on a
 // fast-tier device with int8 dot products, the f32 ones with VKLLM_GPU_X8=0 (and the tier
 // selection turns the int8 products off with it); the absent-capability warning carries its

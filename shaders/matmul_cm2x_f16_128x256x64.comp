@@ -1,9 +1,0 @@
-#version 450
-// a tile candidate of the F16 cm2 kernel (BenchmarkCM2Tiles, VKLLM_GPU_CM2_TILE=128x256x64): 128x256, 64 deep
-#define T_F16
-#define CM2_XH
-#define CM2_BM 128
-#define CM2_BN 256
-#define CM2_BK 64
-
-#include "matmul_cm2.glsl"
