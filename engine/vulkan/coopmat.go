@@ -262,6 +262,8 @@ func (c *Context) selectGEMMTier() {
 	c.cm2All = config.GPUCM2.Bool()
 	c.cm2Stage = config.GPUCM2Stage.Bool()
 	c.cm2F16 = chooseCM2Tile(config.GPUCM2Tile.String())
+	c.packGLU = config.GPUPackGLU.Bool()
+	c.stageTogether = config.GPUStageTogether.Bool()
 	if c.cm2Able {
 		switch {
 		case c.cm2All:
@@ -451,6 +453,21 @@ func (s *Seq) PackF16(x, xh Binding, k, m, xStride int) {
 	}
 	gx, gy := grid1D((m*k/2 + 255) / 256)
 	s.Dispatch(kern, Push(uint32(k), uint32(m), uint32(xStride), gx), gx, gy, 1, x, xh)
+}
+
+// PackF16SwiGLU records PackF16 of silu(g)·u (swiglu.comp's arithmetic) for m rows of k gate
+// and up activations (rows k apart in both) into xh: one pass instead of SwiGLU's and PackF16's.
+func (s *Seq) PackF16SwiGLU(g, u, xh Binding, k, m int) {
+	if k%2 != 0 || m < 1 || xh.Size < uint64(2*m*k) || g.Size < uint64(4*m*k) || u.Size < uint64(4*m*k) {
+		s.fail(fmt.Errorf("pack f16 swiglu: %d rows of %d activations (even) into %d bytes from %d and %d", m, k, xh.Size, g.Size, u.Size))
+		return
+	}
+	kern := s.kernel("pack_f16_swiglu", 3, 12)
+	if kern == nil {
+		return
+	}
+	gx, gy := grid1D((m*k/2 + 255) / 256)
+	s.Dispatch(kern, Push(uint32(k), uint32(m), gx), gx, gy, 1, g, u, xh)
 }
 
 // MatMulF16X records MatMul's product on the cooperative matrix 2 kernels for weights of a

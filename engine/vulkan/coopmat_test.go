@@ -1,6 +1,7 @@
 package vulkan
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -459,5 +460,40 @@ func TestCM2TileSwitchNamesEmbeddedKernels(t *testing.T) {
 		if got := chooseCM2Tile(v); got != cm2DefaultTile {
 			t.Errorf("%q: %+v, want the default", v, got)
 		}
+	}
+}
+
+// TestPackF16SwiGLUEqualsSwiGLUThenPack checks that pack_f16_swiglu writes, bit for bit, what
+// swiglu then pack_f16 write: the fold changes no number of the down product's input (inputs
+// spanning the exponential's range, an odd row count, a tail past the last full workgroup).
+func TestPackF16SwiGLUEqualsSwiGLUThenPack(t *testing.T) {
+	c := ctxOrSkip(t)
+	const k, m = 130, 5
+	rng := rand.New(rand.NewSource(5))
+	g, u := randVec(rng, m*k, 12), randVec(rng, m*k, 3)
+	gb, ub := upload(t, c, g), upload(t, c, u)
+	hb := upload(t, c, make([]float32, m*k))
+	folded, twoPass := uploadBytes(t, c, make([]byte, 2*m*k)), uploadBytes(t, c, make([]byte, 2*m*k))
+	run(t, c, func(s *Seq) {
+		s.PackF16SwiGLU(gb.All(), ub.All(), folded.All(), k, m)
+		s.SwiGLU(gb.All(), ub.All(), hb.All(), m*k)
+		s.Barrier()
+		s.PackF16(hb.All(), twoPass.All(), k, m, k)
+	})
+	a, errA := folded.Read(0, 2*m*k)
+	b, errB := twoPass.Read(0, 2*m*k)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	if !bytes.Equal(a, b) {
+		for i := 0; i < m*k; i++ {
+			if a[2*i] != b[2*i] || a[2*i+1] != b[2*i+1] {
+				t.Fatalf("element %d (g %v, u %v): folded %#04x, two passes %#04x", i, g[i], u[i],
+					binary.LittleEndian.Uint16(a[2*i:]), binary.LittleEndian.Uint16(b[2*i:]))
+			}
+		}
+	}
+	if n := bytes.Count(a, []byte{0, 0}); n > m*k/2 {
+		t.Fatalf("%d of %d packed halves are zero: nothing was written", n, m*k)
 	}
 }

@@ -509,32 +509,8 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 	for _, d := range done {
 		busy = busy || d
 	}
+	busy = r.projectCM2(s, x, nil, k, m, ps, done, busy)
 	xq := r.xq.Range(0, uint64(4*m*k))
-	// Prefill products on the cooperative matrix 2 kernels share one fp16 packing of x in xq;
-	// quantized weights reach them through an fp16 staging of their rows (stagedMatMul).
-	packed, staged := false, false
-	for i, p := range ps {
-		direct := r.c.usesCM2(p.w.typ, k, m)
-		if done[i] || !direct && !(r.stage != nil && r.c.usesCM2Staging(p.w.typ, k, m)) {
-			continue
-		}
-		if !packed {
-			if busy {
-				s.Barrier()
-			}
-			s.PackF16(x, xq, k, m, k)
-			s.Barrier()
-			packed, busy = true, true
-		}
-		for _, sl := range p.w.slices {
-			if direct {
-				s.MatMulF16X(p.w.typ, sl.buf.All(), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
-			} else {
-				r.stagedMatMul(s, p.w.typ, sl, xq, p.y, k, m, p.yStride, p.acc, &staged)
-			}
-		}
-		done[i] = true
-	}
 	for i := range ps {
 		if done[i] {
 			continue
@@ -557,6 +533,108 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 			}
 		}
 	}
+}
+
+// projectCM2 records the products of ps that take the cooperative matrix 2 kernels (takesCM2)
+// and are not done yet, marking them done: they share one fp16 packing of x in r.xq (with up,
+// of silu(x)·up, the SwiGLU folded into the packing); quantized weights reach them through an
+// fp16 staging of their rows (stagedMatMul). busy says whether an earlier product may still
+// read r.xq; it returns whether one may now.
+func (r *Resident) projectCM2(s *Seq, x Binding, up *Binding, k, m int, ps []projection, done []bool, busy bool) bool {
+	xq := r.xq.Range(0, uint64(4*m*k))
+	packed, staged := false, false
+	together := r.stageTogether(k, m, ps, done)
+	for i, p := range ps {
+		if done[i] || !r.takesCM2(p.w, k, m) {
+			continue
+		}
+		if !packed {
+			if busy {
+				s.Barrier()
+			}
+			if up != nil {
+				s.PackF16SwiGLU(x, *up, xq, k, m)
+			} else {
+				s.PackF16(x, xq, k, m, k)
+			}
+			s.Barrier()
+			packed, busy = true, true
+		}
+		if together != nil {
+			continue // below, all at once
+		}
+		for _, sl := range p.w.slices {
+			if r.c.usesCM2(p.w.typ, k, m) {
+				s.MatMulF16X(p.w.typ, sl.buf.All(), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
+			} else {
+				r.stagedMatMul(s, p.w.typ, sl, xq, p.y, k, m, p.yStride, p.acc, &staged)
+			}
+		}
+		done[i] = true
+	}
+	if together != nil {
+		// every staged weight's rows side by side in r.stage, then every product at once
+		for _, i := range together {
+			p := ps[i]
+			sl := p.w.slices[0]
+			s.DequantF16(p.w.typ, sl.buf.All(), r.stage.Range(stageOff(ps, together, i, k), uint64(2*sl.rows*k)), k, sl.rows, 0)
+		}
+		s.Barrier()
+		for _, i := range together {
+			p := ps[i]
+			sl := p.w.slices[0]
+			s.MatMulF16X(quant.F16, r.stage.Range(stageOff(ps, together, i, k), uint64(2*sl.rows*k)), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
+			done[i] = true
+		}
+	}
+	return busy
+}
+
+// stageTogether returns the indexes of ps whose products take the cm2 F16 kernel through
+// the fp16 staging when there are two or more and r.stage holds all their rows side by side
+// (each weight one slice): their stagings then run in one stage and their products in the
+// next, instead of stage, product, stage, product. Else nil.
+func (r *Resident) stageTogether(k, m int, ps []projection, done []bool) []int {
+	if r.stage == nil || !r.c.stageTogether {
+		return nil
+	}
+	var idx []int
+	total := uint64(0)
+	for i, p := range ps {
+		if done[i] || !r.takesCM2(p.w, k, m) {
+			continue
+		}
+		if r.c.usesCM2(p.w.typ, k, m) || len(p.w.slices) != 1 {
+			return nil
+		}
+		idx = append(idx, i)
+		total += stageBytes(p.w.slices[0].rows, k)
+	}
+	if len(idx) < 2 || total > r.stage.Size {
+		return nil
+	}
+	return idx
+}
+
+// stageBytes is the room one weight's fp16 staging takes in r.stage: its rows, 256-aligned.
+func stageBytes(rows, k int) uint64 { return alignUp(uint64(2*rows*k), 256) }
+
+// stageOff is where product i of together stages its rows in r.stage.
+func stageOff(ps []projection, together []int, i, k int) uint64 {
+	off := uint64(0)
+	for _, j := range together {
+		if j == i {
+			break
+		}
+		off += stageBytes(ps[j].w.slices[0].rows, k)
+	}
+	return off
+}
+
+// takesCM2 reports whether a product of m rows with weight w over k-element inputs runs on
+// the cooperative matrix 2 F16 kernel: directly, or through the fp16 staging of its rows.
+func (r *Resident) takesCM2(w weight, k, m int) bool {
+	return r.c.usesCM2(w.typ, k, m) || r.stage != nil && r.c.usesCM2Staging(w.typ, k, m)
 }
 
 // stagedMatMul records Y (+)= W·X for one weight slice on the cooperative matrix 2 F16 kernel:
