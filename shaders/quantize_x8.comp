@@ -42,19 +42,22 @@ vec4 merged(uint t, uint e) {
     uint stride = p.headDim + 2u;
     uint base = (t * p.nHead + h) * p.nSplit * stride;
     float mx = -1.0 / 0.0;
+    // attention_split fills the ranges in order: the first empty one (S = 0) ends the nonempty
+    uint ns = p.nSplit;
     for (uint s = 0u; s < p.nSplit; s++) {
-        if (ap[base + s * stride + 1u] > 0.0) mx = max(mx, ap[base + s * stride]);
+        if (!(ap[base + s * stride + 1u] > 0.0)) {
+            ns = s;
+            break;
+        }
+        mx = max(mx, ap[base + s * stride]);
     }
     float tot = 0.0;
     vec4 acc = vec4(0.0);
-    for (uint s = 0u; s < p.nSplit; s++) {
+    for (uint s = 0u; s < ns; s++) {
         uint b = base + s * stride;
-        float S = ap[b + 1u];
-        if (S > 0.0) {
-            float w = exp(ap[b] - mx);
-            tot += w * S;
-            acc += w * vec4(ap[b + 2u + d], ap[b + 3u + d], ap[b + 4u + d], ap[b + 5u + d]);
-        }
+        float w = exp(ap[b] - mx);
+        tot += w * ap[b + 1u];
+        acc += w * vec4(ap[b + 2u + d], ap[b + 3u + d], ap[b + 4u + d], ap[b + 5u + d]);
     }
     float inv = tot > 0.0 ? 1.0 / tot : 0.0;
     return acc * inv;
