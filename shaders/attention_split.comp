@@ -1,8 +1,8 @@
 #version 450
 // attention_split: the fast tier's causal attention over the f16 KV cache, split over positions
 // (flash decoding). Query token t sits at position pos[0]+t and attends to cache rows
-// 0..pos[0]+t. The n = pos[0]+t+1 positions are cut into nSplit ranges of
-// max(ceil(n/nSplit), minLen), the nonempty ones first (the merges stop at the first empty); one
+// 0..pos[0]+t. The n = pos[0]+t+1 positions are cut into nSplit ranges of ceil(n/nSplit), the
+// nonempty ones first (quantize_x8's merge stops at the first empty one); one
 // workgroup takes one range for hp query heads that share one KV head (grouped-query
 // attention reads each K and V row once for the whole group) and writes, per head, its
 // partial result: the running maximum M of the scores, the sum S of exp(score - M) and the
@@ -25,7 +25,6 @@ layout(std430, binding = 3) writeonly buffer Tb { float part[]; };
 layout(std430, binding = 4) readonly buffer Pb { uint pos[]; };
 layout(push_constant) uniform P {
     uint headDim; uint nHead; uint nKV; uint M; uint qStride; float scale; uint nSplit; uint hp;
-    uint minLen; // ranges of at least this many positions (0: none): fewer ranges, the rest empty
 } p;
 
 const uint CHUNK = 128u;
@@ -44,7 +43,7 @@ void main() {
     uint t = gl_WorkGroupID.y, s = gl_WorkGroupID.z;
     uint hp = p.hp, hd = p.headDim, hd2 = hd / 2u, hd8 = hd / 8u;
     uint n = pos[0] + t + 1u;
-    uint L = max((n + p.nSplit - 1u) / p.nSplit, p.minLen);
+    uint L = (n + p.nSplit - 1u) / p.nSplit;
     uint start = min(n, s * L), end = min(n, start + L);
     uint stride = hd + 2u;
     if (start == end) { // an empty range (uniform over the workgroup): M = -inf, S = 0

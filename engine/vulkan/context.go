@@ -37,9 +37,6 @@ type Context struct {
 	cm2Able          bool    // the device can run the cooperative matrix 2 kernels (coopmat.go)
 	cm2All           bool    // every cm2Types type takes them, not only cm2Faster (VKLLM_GPU_CM2=1)
 	cm2Stage         bool    // quantized prefill products stage their rows as fp16 for the cm2 F16 kernel (VKLLM_GPU_CM2_STAGE=1)
-	packGLU          bool    // prefill's SwiGLU folds into the down product's fp16 packing (VKLLM_GPU_PACK_GLU, an A/B switch)
-	stageTogether    bool    // prefill stages every weight of one input side by side when they fit (VKLLM_GPU_STAGE_TOGETHER, an A/B switch)
-	attMinLen        int     // a decode step's split attention takes ranges of at least this many positions (VKLLM_GPU_ATT_MINLEN, an A/B switch)
 	cm2F16           cm2Tile // the cm2 F16 kernel's tile (VKLLM_GPU_CM2_TILE, an A/B switch)
 	cm2Reason        string  // why or why not, for the roster
 	lanes            int     // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)

@@ -262,8 +262,6 @@ func (c *Context) selectGEMMTier() {
 	c.cm2All = config.GPUCM2.Bool()
 	c.cm2Stage = config.GPUCM2Stage.Bool()
 	c.cm2F16 = chooseCM2Tile(config.GPUCM2Tile.String())
-	c.packGLU = config.GPUPackGLU.Bool()
-	c.stageTogether = config.GPUStageTogether.Bool()
 	if c.cm2Able {
 		switch {
 		case c.cm2All:

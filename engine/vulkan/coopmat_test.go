@@ -192,8 +192,15 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 		t.Fatalf("Q4_K prefill takes the cm2 kernels: %v with VKLLM_GPU_CM2=%v", got, config.GPUCM2.Bool())
 	}
 	// Wired into the resident driver: an F16 model's prefill packs its inputs and runs cm2.
-	forgetKernels(c, "pack_f16", "matmul_cm2_f16")
-	r, err := NewResident(c, loadShared(t, "rand-llama-f16"), ResidentOptions{Context: 64})
+	// Its products take the F16 tile the context chose where their rows are whole K steps of
+	// it, matmul_cm2_f16 otherwise.
+	f16 := loadShared(t, "rand-llama-f16")
+	f16Kernel := c.cm2F16.kernel
+	if f16.Hyper.Dim%c.cm2F16.bk != 0 || f16.Hyper.FFN%c.cm2F16.bk != 0 {
+		f16Kernel = "matmul_cm2_f16"
+	}
+	forgetKernels(c, "pack_f16", f16Kernel)
+	r, err := NewResident(c, f16, ResidentOptions{Context: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +208,7 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 	if _, err := r.Eval([]int{1, 450, 3290}, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"pack_f16", "matmul_cm2_f16"} {
+	for _, k := range []string{"pack_f16", f16Kernel} {
 		if _, made := c.kernels[k]; !made {
 			t.Errorf("an F16 model's prefill did not make %s", k)
 		}

@@ -38,7 +38,6 @@ func (c *Context) selectNumericTier() {
 		c.matvecUnits = 2
 	}
 	c.moeFold = true
-	c.attMinLen = max(0, config.GPUAttMinLen.Int())
 	c.x8 = config.GPUX8.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	if !c.exact && c.x8 {
 		c.exactWhy = "fast tier: int8 decode products over activations rounded once per layer input (VKLLM_GPU_X8=0 for f32 ones), split attention, quantized prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
@@ -258,7 +257,7 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		s.fail(fmt.Errorf("split attention: partials binding of %d bytes, need %d", part.Size, need))
 		return 0
 	}
-	ks := s.kernel("attention_split", 5, 36)
+	ks := s.kernel("attention_split", 5, 32)
 	if ks == nil {
 		return 0
 	}
@@ -276,11 +275,7 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		s.Dispatch(kc, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
 			uint32(groups), uint32((tiles+3)/4), uint32(splits), q, k, v, part, pos)
 	} else {
-		minLen := 0
-		if m == 1 {
-			minLen = s.c.attMinLen
-		}
-		s.Dispatch(ks, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp), uint32(minLen)),
+		s.Dispatch(ks, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
 			uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos)
 	}
 	return splits

@@ -165,7 +165,7 @@ func (r *Resident) denseFFN(s *Seq, l *layerWeights, m int) {
 			stamp("ffn_down")
 			return
 		}
-		if down := (projection{l.down, r.x, dim, true}); r.c.packGLU && r.takesCM2(l.down, ff, m) {
+		if down := (projection{l.down, r.x, dim, true}); r.takesCM2(l.down, ff, m) {
 			// SwiGLU folded into the fp16 packing of the down product's input
 			up := r.up.Range(0, uint64(4*m*ff))
 			r.projectCM2(s, r.gate.Range(0, uint64(4*m*ff)), &up, ff, m, []projection{down}, []bool{false}, false)

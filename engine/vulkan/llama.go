@@ -595,7 +595,7 @@ func (r *Resident) projectCM2(s *Seq, x Binding, up *Binding, k, m int, ps []pro
 // (each weight one slice): their stagings then run in one stage and their products in the
 // next, instead of stage, product, stage, product. Else nil.
 func (r *Resident) stageTogether(k, m int, ps []projection, done []bool) []int {
-	if r.stage == nil || !r.c.stageTogether {
+	if r.stage == nil {
 		return nil
 	}
 	var idx []int
