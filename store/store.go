@@ -83,7 +83,7 @@ func Open(dir string) (*Store, error) {
 	}
 	s := &Store{db: db, path: path}
 	ctx := context.Background()
-	if err := s.check(ctx); err != nil {
+	if err := s.checkWaiting(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -115,6 +115,23 @@ func Open(dir string) (*Store, error) {
 	}
 	s.machineID = id
 	return s, nil
+}
+
+// checkWaiting is check, tried again for up to BusyTimeout while the file is busy: a process
+// opening a fresh file at the same moment as another can be told "database is locked" at once
+// (the switch to WAL and the creation of its index do not wait in SQLite's busy handler).
+func (s *Store) checkWaiting(ctx context.Context) error {
+	deadline := time.Now().Add(BusyTimeout)
+	pause := 5 * time.Millisecond
+	for {
+		err := s.check(ctx)
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }
 
 // check makes sure the file is a readable SQLite database in WAL mode before anything is written.
