@@ -38,6 +38,7 @@ func (c *Context) selectNumericTier() {
 		c.matvecUnits = 2
 	}
 	c.moeFold = true
+	c.mergeFold = config.GPUMergeFold.Bool()
 	c.x8 = config.GPUX8.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	if !c.exact && c.x8 {
 		c.exactWhy = "fast tier: int8 decode products over activations rounded once per layer input (VKLLM_GPU_X8=0 for f32 ones), split attention, quantized prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
