@@ -44,7 +44,6 @@ type Context struct {
 	exact            bool    // the exact tier: llama.cpp's CPU order bit for bit (fast.go)
 	exactWhy         string  // why the exact tier serves, for the roster
 	matvecUnits      int     // units a lane of matvec_fast takes per pass: 1, or 2 for the types with a matvec_fast2_ kernel (fast.go)
-	moeFold          bool    // a decode step's expert down products fold the combine in (moe_down_x8; tests turn it off)
 	x8               bool    // one-token products of the x8Rows types take matvec_x8 over activations rounded once per input (x8.go)
 	matvecShareBelow int     // grids of fewer workgroups share rows among subgroups in matvec_fast (fast.go)
 	fusedDecode      bool    // the decode step takes matvec_dec (fast.go): int8 dot products with the norm, rounding and SwiGLU fused

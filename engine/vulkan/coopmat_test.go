@@ -191,7 +191,8 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 	if got := c.usesCM2(quant.Q4_K, 4096, 512); got != config.GPUCM2.Bool() {
 		t.Fatalf("Q4_K prefill takes the cm2 kernels: %v with VKLLM_GPU_CM2=%v", got, config.GPUCM2.Bool())
 	}
-	// Wired into the resident driver: an F16 model's prefill packs its inputs and runs cm2.
+	// Wired into the resident driver: an F16 model's prefill packs its inputs (the down
+	// product's with the SwiGLU folded in) and runs cm2.
 	// Its products take the F16 tile the context chose where their rows are whole K steps of
 	// it, matmul_cm2_f16 otherwise.
 	f16 := loadShared(t, "rand-llama-f16")
@@ -199,7 +200,7 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 	if f16.Hyper.Dim%c.cm2F16.bk != 0 || f16.Hyper.FFN%c.cm2F16.bk != 0 {
 		f16Kernel = "matmul_cm2_f16"
 	}
-	forgetKernels(c, "pack_f16", f16Kernel)
+	forgetKernels(c, "pack_f16", "pack_f16_swiglu", f16Kernel)
 	r, err := NewResident(c, f16, ResidentOptions{Context: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +209,7 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 	if _, err := r.Eval([]int{1, 450, 3290}, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"pack_f16", f16Kernel} {
+	for _, k := range []string{"pack_f16", "pack_f16_swiglu", f16Kernel} { // the down product's packing does the SwiGLU
 		if _, made := c.kernels[k]; !made {
 			t.Errorf("an F16 model's prefill did not make %s", k)
 		}

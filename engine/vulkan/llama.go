@@ -543,7 +543,7 @@ func (r *Resident) project(s *Seq, x Binding, k, m int, ps ...projection) {
 func (r *Resident) projectCM2(s *Seq, x Binding, up *Binding, k, m int, ps []projection, done []bool, busy bool) bool {
 	xq := r.xq.Range(0, uint64(4*m*k))
 	packed, staged := false, false
-	together := r.stageTogether(k, m, ps, done)
+	together, offs := r.stageTogether(k, m, ps, done)
 	for i, p := range ps {
 		if done[i] || !r.takesCM2(p.w, k, m) {
 			continue
@@ -574,16 +574,15 @@ func (r *Resident) projectCM2(s *Seq, x Binding, up *Binding, k, m int, ps []pro
 	}
 	if together != nil {
 		// every staged weight's rows side by side in r.stage, then every product at once
-		for _, i := range together {
-			p := ps[i]
-			sl := p.w.slices[0]
-			s.DequantF16(p.w.typ, sl.buf.All(), r.stage.Range(stageOff(ps, together, i, k), uint64(2*sl.rows*k)), k, sl.rows, 0)
+		for j, i := range together {
+			sl := ps[i].w.slices[0]
+			s.DequantF16(ps[i].w.typ, sl.buf.All(), r.stage.Range(offs[j], uint64(2*sl.rows*k)), k, sl.rows, 0)
 		}
 		s.Barrier()
-		for _, i := range together {
+		for j, i := range together {
 			p := ps[i]
 			sl := p.w.slices[0]
-			s.MatMulF16X(quant.F16, r.stage.Range(stageOff(ps, together, i, k), uint64(2*sl.rows*k)), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
+			s.MatMulF16X(quant.F16, r.stage.Range(offs[j], uint64(2*sl.rows*k)), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
 			done[i] = true
 		}
 	}
@@ -591,44 +590,29 @@ func (r *Resident) projectCM2(s *Seq, x Binding, up *Binding, k, m int, ps []pro
 }
 
 // stageTogether returns the indexes of ps whose products take the cm2 F16 kernel through
-// the fp16 staging when there are two or more and r.stage holds all their rows side by side
-// (each weight one slice): their stagings then run in one stage and their products in the
-// next, instead of stage, product, stage, product. Else nil.
-func (r *Resident) stageTogether(k, m int, ps []projection, done []bool) []int {
+// the fp16 staging, and where each stages its rows in r.stage, when there are two or more and
+// r.stage holds all their rows side by side (each weight one slice, 256-aligned): their
+// stagings then run in one stage and their products in the next, instead of stage, product,
+// stage, product. Else nil.
+func (r *Resident) stageTogether(k, m int, ps []projection, done []bool) (idx []int, offs []uint64) {
 	if r.stage == nil {
-		return nil
+		return nil, nil
 	}
-	var idx []int
 	total := uint64(0)
 	for i, p := range ps {
 		if done[i] || !r.takesCM2(p.w, k, m) {
 			continue
 		}
 		if r.c.usesCM2(p.w.typ, k, m) || len(p.w.slices) != 1 {
-			return nil
+			return nil, nil
 		}
-		idx = append(idx, i)
-		total += stageBytes(p.w.slices[0].rows, k)
+		idx, offs = append(idx, i), append(offs, total)
+		total += alignUp(uint64(2*p.w.slices[0].rows*k), 256)
 	}
 	if len(idx) < 2 || total > r.stage.Size {
-		return nil
+		return nil, nil
 	}
-	return idx
-}
-
-// stageBytes is the room one weight's fp16 staging takes in r.stage: its rows, 256-aligned.
-func stageBytes(rows, k int) uint64 { return alignUp(uint64(2*rows*k), 256) }
-
-// stageOff is where product i of together stages its rows in r.stage.
-func stageOff(ps []projection, together []int, i, k int) uint64 {
-	off := uint64(0)
-	for _, j := range together {
-		if j == i {
-			break
-		}
-		off += stageBytes(ps[j].w.slices[0].rows, k)
-	}
-	return off
+	return idx, offs
 }
 
 // takesCM2 reports whether a product of m rows with weight w over k-element inputs runs on

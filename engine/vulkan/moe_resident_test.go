@@ -156,6 +156,13 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				if x8 {
 					forgetKernels(c, x8Name)
 				}
+				// and their down products add the combine to the residual themselves (moe_down_x8)
+				// where the down experts' type has one too
+				downName := x8Kernel("moe_down_x8_", m.Layers[0].MoE.Down.Type)
+				fold := x8 && downName != "" && m.Hyper.MoE.SharedFFN <= m.Hyper.Dim
+				if fold {
+					forgetKernels(c, downName)
+				}
 				// the f32 router's decode product is the fast one on the fast tier (it took the
 				// one-thread-a-row matvec before)
 				forgetKernels(c, "matvec_fast_f32")
@@ -176,6 +183,9 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				}
 				if _, made := c.kernels[x8Name]; x8 && !made {
 					t.Errorf("the decode steps did not take %s", x8Name)
+				}
+				if _, made := c.kernels[downName]; fold && !made {
+					t.Errorf("the decode steps' down products did not fold the combine in (%s)", downName)
 				}
 				if _, made := c.kernels["matvec_fast_f32"]; m.Layers[0].MoE.Router.Type == quant.F32 && made == tier.exact {
 					t.Errorf("%s tier: the f32 router's fast decode product made = %v", tier.name, made)

@@ -381,7 +381,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
 	// A decode step on the int8 products may fold the combine into the down product
 	// (moe_down_x8); the shared expert then runs first, its first product beside the route.
-	fold := x8GateUp && x8Down && r.c.moeFold && (w.shared == nil || p.SharedFFN <= dim)
+	fold := x8GateUp && x8Down && (w.shared == nil || p.SharedFFN <= dim)
 	if fold && w.shared != nil {
 		r.sharedExpert(s, w.shared, xn, m)
 	}
@@ -419,22 +419,20 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 		stamp("swiglu")
 	}
-	if fold {
-		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
-		s.Barrier()
-		sh, g := ms.out, ms.wts // not read without a shared expert
-		if w.shared != nil {
-			sh, g = ms.shared, ms.gateLogit
-		}
-		s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
-			sh.All(), g.All(), ff, dim, p.Used, w.shared != nil)
-		s.Barrier()
-		stamp("ffn_down")
-		return
-	}
 	if x8Down {
 		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
 		s.Barrier()
+		if fold {
+			sh, g := ms.out, ms.wts // not read without a shared expert
+			if w.shared != nil {
+				sh, g = ms.shared, ms.gateLogit
+			}
+			s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
+				sh.All(), g.All(), ff, dim, p.Used, w.shared != nil)
+			s.Barrier()
+			stamp("ffn_down")
+			return
+		}
 		for _, sl := range w.down.slices {
 			s.MoEMatVecX8(w.down.typ, sl.binding(), hidQ, hidS, ms.out.All(), ms.ids.All(), 0, ff, dim, sl.e0, sl.ne, p.Used, pairs, true, dim)
 		}
