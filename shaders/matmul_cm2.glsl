@@ -31,6 +31,9 @@
 #ifndef CM2_BK
 #define CM2_BK 32
 #endif
+#ifndef CM2_UNROLL
+#define CM2_UNROLL 8
+#endif
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
@@ -140,6 +143,45 @@ void main() {
 
     coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
         coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
+#if defined(CM2_FAST) && defined(T_F16) && defined(CM2_XH)
+    // CM2_FAST: a tile wholly inside W and X whose rows start 16-byte aligned loads them
+    // through layouts without a clamp mode, their strides rounded down to a multiple of 8
+    // elements (a no-op here that tells the compiler so), CM2_UNROLL K steps at a time; the
+    // result's store stays clamped. Edge tiles take the clamping loop below.
+    if (r0 + BM <= p.N && t0 + BN <= p.M && (p.K & 7u) == 0u && (p.xStride & 7u) == 0u) {
+        tensorLayoutNV<2> fw = createTensorLayoutNV(2);
+        fw = setTensorLayoutDimensionNV(fw, p.N, p.K);
+        fw = setTensorLayoutStrideNV(fw, p.K & ~7u, 1);
+        tensorLayoutNV<2> fx = createTensorLayoutNV(2);
+        fx = setTensorLayoutDimensionNV(fx, p.M, p.K);
+        fx = setTensorLayoutStrideNV(fx, p.xStride & ~7u, 1);
+        uint k0 = 0u;
+        for (uint it = p.K / (BK * CM2_UNROLL); it > 0u; it--) {
+            [[unroll]] for (uint j = 0u; j < CM2_UNROLL; j++) {
+                coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
+                coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
+                coopMatLoadTensorNV(a, wh, 0u, sliceTensorLayoutNV(fw, r0, BM, k0, BK));
+                coopMatLoadTensorNV(b, xh, 0u, sliceTensorLayoutNV(fx, t0, BN, k0, BK), transposed);
+                acc = coopMatMulAdd(a, b, acc);
+                k0 += BK;
+            }
+        }
+        for (; k0 < p.K; k0 += BK) {
+            coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
+            coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
+            coopMatLoadTensorNV(a, wh, 0u, sliceTensorLayoutNV(fw, r0, BM, k0, BK));
+            coopMatLoadTensorNV(b, xh, 0u, sliceTensorLayoutNV(fx, t0, BN, k0, BK), transposed);
+            acc = coopMatMulAdd(a, b, acc);
+        }
+        if (p.accumulate != 0u) {
+            coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> prev;
+            coopMatLoadTensorNV(prev, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed);
+            acc = acc + prev;
+        }
+        coopMatStoreTensorNV(acc, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed);
+        return;
+    }
+#endif
     for (uint k0 = 0u; k0 < p.K; k0 += BK) {
         coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
         coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;

@@ -265,6 +265,7 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 			r.Close()
 		}
 	}()
+	started := time.Now()
 	var err error
 	if !r.part {
 		if r.tokEmbd, err = r.uploadMatrix(m.TokenEmbd); err != nil {
@@ -358,6 +359,7 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		}
 		r.Bytes.KV += 2 * kvBytes
 	}
+	uploaded := time.Now()
 	if err := r.allocScratch(opts.Window); err != nil {
 		return nil, err
 	}
@@ -366,7 +368,8 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 	}
 	ok = true
 	args := []any{"layers", len(r.layers), "first_layer", r.first, "head", r.hasHead, "dim", h.Dim, "ctx", ctxLen, "kv", "f16",
-		"weights_mb", r.Bytes.Weights >> 20, "kv_mb", r.Bytes.KV >> 20, "scratch_mb", r.Bytes.Scratch >> 20}
+		"weights_mb", r.Bytes.Weights >> 20, "kv_mb", r.Bytes.KV >> 20, "scratch_mb", r.Bytes.Scratch >> 20,
+		"upload_ms", uploaded.Sub(started).Milliseconds(), "record_ms", time.Since(uploaded).Milliseconds()}
 	if p := h.MoE; p.Experts > 0 {
 		args = append(args, "experts", p.Experts, "experts_used", p.Used)
 	}

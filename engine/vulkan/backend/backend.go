@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/engine/config"
@@ -32,6 +33,7 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 	if err := vulkan.CheckModel(m); err != nil {
 		return engine.GPURunner{}, fmt.Errorf("%w: %v", engine.ErrGPUDeclined, err)
 	}
+	started := time.Now()
 	devs, err := vulkan.Devices()
 	if err != nil {
 		return engine.GPURunner{}, fmt.Errorf("%w: %v", engine.ErrGPUDeclined, err)
@@ -67,10 +69,12 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 		}
 		return newSplit(p, dev, m, f.Path, opts.Threads)
 	}
+	planned := time.Now()
 	c, err := vulkan.Open(vulkan.Options{Device: dev.Index})
 	if err != nil {
 		return engine.GPURunner{}, fmt.Errorf("open Vulkan device %d: %w", dev.Index, err)
 	}
+	slog.Debug("vulkan device opened", "device", dev.Name, "enumerate_and_plan_ms", planned.Sub(started).Milliseconds(), "open_ms", time.Since(planned).Milliseconds())
 	r, err := vulkan.NewResident(c, m, vulkan.ResidentOptions{Context: p.Ctx.Chosen, OwnContext: true, AfterWarmup: spillCheck(p)})
 	if err != nil {
 		c.Close() // NewResident freed what it had uploaded
