@@ -63,6 +63,67 @@ vec4 merged(uint t, uint e) {
     return acc * inv;
 }
 
+// F_MERGE through shared memory: a pass's heads' range weights are computed once by the
+// workgroup (mergeWeights) instead of by every thread serially; mergedShared then sums the
+// ranges' values with them. The arithmetic is merged's (and attention_merge.comp's), value for
+// value: w = exp(M_s - M*), tot summed in range order, o = (Σ_s w·acc_s)·(1/tot).
+const uint MERGE_MAX = 2048u; // (heads in a pass) x ranges the shared weights hold
+shared float mW[MERGE_MAX];   // a range's maximum M, then its weight exp(M - M*)
+shared float mS[MERGE_MAX];   // a range's sum S
+shared uint hNs[64];          // a head's nonempty ranges
+shared float hMx[64], hInv[64];
+
+// mergeWeights fills mW, hNs and hInv for the nh heads from h0 of token t. Every thread calls it.
+void mergeWeights(uint t, uint h0, uint nh, uint tid) {
+    uint stride = p.headDim + 2u;
+    uint n = nh * p.nSplit;
+    for (uint j = tid; j < n; j += 256u) {
+        uint b = ((t * p.nHead + h0 + j / p.nSplit) * p.nSplit + j % p.nSplit) * stride;
+        mW[j] = ap[b];
+        mS[j] = ap[b + 1u];
+    }
+    barrier();
+    if (tid < nh) { // attention_split fills the ranges in order: the first empty one ends them
+        uint ns = p.nSplit;
+        float mx = -1.0 / 0.0;
+        for (uint s = 0u; s < p.nSplit; s++) {
+            if (!(mS[tid * p.nSplit + s] > 0.0)) {
+                ns = s;
+                break;
+            }
+            mx = max(mx, mW[tid * p.nSplit + s]);
+        }
+        hNs[tid] = ns;
+        hMx[tid] = mx;
+    }
+    barrier();
+    for (uint j = tid; j < n; j += 256u) {
+        uint hh = j / p.nSplit;
+        mW[j] = j % p.nSplit < hNs[hh] ? exp(mW[j] - hMx[hh]) : 0.0;
+    }
+    barrier();
+    if (tid < nh) {
+        float tot = 0.0;
+        for (uint s = 0u; s < hNs[tid]; s++) tot += mW[tid * p.nSplit + s] * mS[tid * p.nSplit + s];
+        hInv[tid] = tot > 0.0 ? 1.0 / tot : 0.0;
+    }
+    barrier();
+}
+
+// mergedShared is merged through mergeWeights' results (h0 the pass's first head).
+vec4 mergedShared(uint t, uint e, uint h0) {
+    uint h = e / p.headDim, d = e % p.headDim, hh = h - h0;
+    uint stride = p.headDim + 2u;
+    uint base = (t * p.nHead + h) * p.nSplit * stride;
+    vec4 acc = vec4(0.0);
+    uint ns = hNs[hh];
+    for (uint s = 0u; s < ns; s++) {
+        uint b = base + s * stride;
+        acc += mW[hh * p.nSplit + s] * vec4(ap[b + 2u + d], ap[b + 3u + d], ap[b + 4u + d], ap[b + 5u + d]);
+    }
+    return acc * hInv[hh];
+}
+
 #include "exact.glsl" // roundHalf, expExact, divExact
 
 shared float part[256];
@@ -104,9 +165,21 @@ void main() {
     for (uint i0 = first; i0 < n4; i0 += step) { // uniform: every thread takes every pass
         uint i = i0 + tid; // this thread's vec4: word i % 8 of block i / 8
         bool live = i < n4;
+        uint mh0 = 0u;
+        bool mshared = false;
+        if ((p.flags & F_MERGE) != 0u) { // uniform: the pass's heads, their weights shared
+            mh0 = 4u * i0 / p.headDim;
+            uint mnh = (min(4u * (i0 + 256u), p.K) - 1u) / p.headDim - mh0 + 1u;
+            mshared = mnh <= 64u && mnh * p.nSplit <= MERGE_MAX;
+            if (mshared) mergeWeights(row, mh0, mnh, tid);
+        }
         vec4 v = vec4(0.0);
         if (live) {
-            v = (p.flags & F_MERGE) != 0u ? merged(row, 4u * i) : x4[x0 + i];
+            if ((p.flags & F_MERGE) != 0u) {
+                v = mshared ? mergedShared(row, 4u * i, mh0) : merged(row, 4u * i);
+            } else {
+                v = x4[x0 + i];
+            }
             if (norm) v = v * scale * g4[i];
             if ((p.flags & F_SWIGLU) != 0u) {
                 vec4 b = u4[x0 + i];

@@ -559,14 +559,15 @@ func TestQuantizeX8Q8KEqualsTheCPUsQ8K(t *testing.T) {
 // quantize_x8 with X8Input.Merge rounds what attention_merge makes from attention_split's
 // partials: its int8 blocks and scales equal those of quantize_x8 over attention_merge's output,
 // bit for bit, for head sizes 64 and 128, short and long contexts (one and many ranges), in
-// both roundings.
+// both roundings; head size 80 has a head straddle two workgroups' passes, and head size 8
+// (128 heads a pass) takes the path without shared weights.
 func TestQuantizeX8MergeEqualsMergeThenRound(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no subgroup arithmetic, so no quantize_x8", c.Info.Name)
 	}
 	rng := rand.New(rand.NewSource(12))
-	for _, tc := range []struct{ headDim, nHead, nKV, ctx int }{{64, 8, 2, 20}, {128, 8, 4, 300}, {128, 4, 4, 1200}} {
+	for _, tc := range []struct{ headDim, nHead, nKV, ctx int }{{64, 8, 2, 20}, {128, 8, 4, 300}, {128, 4, 4, 1200}, {80, 16, 4, 300}, {8, 160, 32, 100}} {
 		for _, q8k := range []bool{false, true} {
 			t.Run(fmt.Sprintf("head%d/heads%d/ctx%d/q8k=%v", tc.headDim, tc.nHead, tc.ctx, q8k), func(t *testing.T) {
 				qd, kd := tc.nHead*tc.headDim, tc.nKV*tc.headDim
