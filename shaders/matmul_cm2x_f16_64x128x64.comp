@@ -1,5 +1,5 @@
 #version 450
-// the F16 cm2 kernel at 64x128, 64 deep (BenchmarkCM2Tiles; VKLLM_GPU_CM2_TILE=64x128x64)
+// the F16 cm2 kernel at 64x128, 64 deep: the default before 128x128x64f (VKLLM_GPU_CM2_TILE=64x128x64)
 #define T_F16
 #define CM2_XH
 #define CM2_BM 64

@@ -285,40 +285,21 @@ const cm2BM, cm2BN, cm2BK, cm2Invocations = 64, 128, 32, 256
 type cm2Tile struct {
 	kernel     string
 	bm, bn, bk int
-	// wide, where set, serves products of wideRows rows or more (same bm and bk): a wider
-	// tile where the grid still fills the GPU.
-	wide     *cm2Tile
-	wideRows int
-}
-
-// forRows returns the tile that serves a product of n rows.
-func (t cm2Tile) forRows(n int) cm2Tile {
-	if t.wide != nil && n >= t.wideRows {
-		return *t.wide
-	}
-	return t
 }
 
 // cm2DefaultTile is the F16 cm2 kernel where K is a multiple of its depth (else
-// matmul_cm2_f16, cm2BM x cm2BN x cm2BK, serves): 64 deep, H200 8B Q4_K pp512 4974 -> 5881 t/s
-// over 32 (docs/PERF.md, session 10).
-var cm2DefaultTile = cm2Tile{kernel: "matmul_cm2x_f16_64x128x64", bm: 64, bn: 128, bk: 64}
+// matmul_cm2_f16, cm2BM x cm2BN x cm2BK, serves): 128x128, 64 deep, its interior tiles on the
+// unclamped unrolled path (CM2_FAST). H200, BenchmarkCM2Tiles 4096x14336 x 512: 251 TFLOP/s
+// against 127 for 64x128x64 (the default before) and 123 for 128x256x64f; 8B Q4_K pp512 6283
+// -> 7912 t/s, 1B Q4_0 30267 -> 38225 (docs/PERF.md, session 11).
+var cm2DefaultTile = cm2Tile{"matmul_cm2x_f16_128x128x64f", 128, 128, 64}
 
 // cm2TileCandidates are the F16 cm2 kernels VKLLM_GPU_CM2_TILE picks for A/B measurements, by
-// tile (rows x tokens x depth): the default's and the others.
+// tile (rows x tokens x depth; f: the unclamped interior path): the default and the one before.
 var cm2TileCandidates = map[string]cm2Tile{
-	"64x128x64":  cm2DefaultTile,
-	"64x128x32":  {kernel: "matmul_cm2_f16", bm: cm2BM, bn: cm2BN, bk: cm2BK},
-	"128x128x64": {kernel: "matmul_cm2x_f16_128x128x64", bm: 128, bn: 128, bk: 64},
-	// the same loop with interior tiles on the unclamped, unrolled fast path (CM2_FAST)
-	"64x128x64f":  {kernel: "matmul_cm2x_f16_64x128x64f", bm: 64, bn: 128, bk: 64},
-	"128x128x64f": {kernel: "matmul_cm2x_f16_128x128x64f", bm: 128, bn: 128, bk: 64},
-	"128x256x64f": cm2Wide,
-	// 128x256 where a product has 8192 rows or more (64 x 2 workgroups of 512 tokens), else 128x128
-	"mixf": {kernel: "matmul_cm2x_f16_128x128x64f", bm: 128, bn: 128, bk: 64, wide: &cm2Wide, wideRows: 8192},
+	"128x128x64f": cm2DefaultTile,
+	"64x128x64":   {"matmul_cm2x_f16_64x128x64", 64, 128, 64},
 }
-
-var cm2Wide = cm2Tile{kernel: "matmul_cm2x_f16_128x256x64f", bm: 128, bn: 256, bk: 64}
 
 // chooseCM2Tile returns the F16 cm2 kernel VKLLM_GPU_CM2_TILE names: the default for "" and
 // for a value not among the candidates (which it logs).
@@ -330,7 +311,7 @@ func chooseCM2Tile(v string) cm2Tile {
 	if t, ok := cm2TileCandidates[v]; ok {
 		return t
 	}
-	slog.Warn("VKLLM_GPU_CM2_TILE names no cm2 tile; the default serves", "value", v, "candidates", "64x128x64, 64x128x32, 128x128x64, 64x128x64f, 128x128x64f, 128x256x64f, mixf")
+	slog.Warn("VKLLM_GPU_CM2_TILE names no cm2 tile; the default serves", "value", v, "candidates", "128x128x64f, 64x128x64")
 	return cm2DefaultTile
 }
 
@@ -500,9 +481,9 @@ func (s *Seq) MatMulF16X(t quant.Type, w, xh, y Binding, k, n, m, yStride int, a
 		s.fail(fmt.Errorf("matmul f16x %v: rows of %d elements (a multiple of %d and of %d), %d rows, %d tokens", t, k, blockElems(t), cm2BK, n, m))
 		return
 	}
-	tile := cm2Tile{kernel: "matmul_cm2_" + suf, bm: cm2BM, bn: cm2BN, bk: cm2BK}
+	tile := cm2Tile{"matmul_cm2_" + suf, cm2BM, cm2BN, cm2BK}
 	if t == quant.F16 && k%s.c.cm2F16.bk == 0 {
-		tile = s.c.cm2F16.forRows(n)
+		tile = s.c.cm2F16
 	}
 	gx, gy := (n+tile.bm-1)/tile.bm, (m+tile.bn-1)/tile.bn
 	if gx > maxGroups || gy > maxGroups {

@@ -367,7 +367,7 @@ func BenchmarkCM2Tiles(b *testing.B) {
 		{"matmul_cm2_q4_k", quant.Q4_K, true, cm2BM, cm2BN, false},
 		{"matmul_cm2_f16", quant.Q4_K, true, cm2BM, cm2BN, true},
 		{"matmul_cm2x_f16_64x128x64", quant.Q4_K, true, 64, 128, true},
-		{"matmul_cm2x_f16_128x128x64", quant.Q4_K, true, 128, 128, true},
+		{"matmul_cm2x_f16_128x128x64f", quant.Q4_K, true, 128, 128, true},
 		{"matmul_coopmat_q4_0", quant.Q4_0, false, 128, 128, false},
 		{"matmul_cm2_q4_0", quant.Q4_0, true, cm2BM, cm2BN, false},
 		{"matmul_cm2_f16", quant.Q4_0, true, cm2BM, cm2BN, true},
@@ -375,7 +375,7 @@ func BenchmarkCM2Tiles(b *testing.B) {
 		{"matmul_cm2_f16", quant.F16, true, cm2BM, cm2BN, false},
 	}
 	for _, t := range cm2TileCandidates {
-		if t.kernel != "matmul_cm2_f16" && t.wide == nil { // a mix's kernels are candidates of their own
+		if t.kernel != "matmul_cm2_f16" {
 			cands = append(cands, cand{t.kernel, quant.F16, true, t.bm, t.bn, false})
 		}
 	}
@@ -450,21 +450,8 @@ func BenchmarkCM2Tiles(b *testing.B) {
 func TestCM2TileSwitchNamesEmbeddedKernels(t *testing.T) {
 	seen := map[string]bool{}
 	for v, tile := range cm2TileCandidates {
-		if got := chooseCM2Tile(v); got != tile || seen[tile.kernel] && tile.wide == nil {
+		if got := chooseCM2Tile(v); got != tile || seen[tile.kernel] {
 			t.Fatalf("%q: chose %+v, the candidate is %+v (or another's kernel)", v, got, tile)
-		}
-		if tile.wide != nil { // a mix: the narrow tile below wideRows rows, the wide one from there
-			w := *tile.wide
-			if narrow, wide := tile.forRows(tile.wideRows-1), tile.forRows(tile.wideRows); narrow.kernel != tile.kernel || wide != w ||
-				w.bm != tile.bm || w.bk != tile.bk || w.bn <= tile.bn || w.wide != nil {
-				t.Errorf("%q: %+v below %d rows, %+v from there", v, narrow, tile.wideRows, wide)
-			}
-			for _, k := range []string{tile.kernel, w.kernel} {
-				if _, err := shaders.SPIRV(k); err != nil {
-					t.Errorf("%q: %v", v, err)
-				}
-			}
-			continue
 		}
 		seen[tile.kernel] = true
 		if tile.bm%16 != 0 || tile.bn%16 != 0 || tile.bk%16 != 0 || !strings.HasPrefix(v, fmt.Sprintf("%dx%dx%d", tile.bm, tile.bn, tile.bk)) {

@@ -38,6 +38,7 @@ func (c *Context) selectNumericTier() {
 		c.matvecUnits = 2
 	}
 	c.mergeFold = config.GPUMergeFold.Bool()
+	c.attFP16 = config.GPUAttFP16.Bool()
 	c.x8 = config.GPUX8.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	if !c.exact && c.x8 {
 		c.exactWhy = "fast tier: int8 decode products over activations rounded once per layer input (VKLLM_GPU_X8=0 for f32 ones), split attention, quantized prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
@@ -214,6 +215,16 @@ func (c *Context) usesPrefillCoopmatAttention(m, headDim, hp int) bool {
 	return m > 1 && c.gemm == gemmCoopmat && headDim%16 == 0 && headDim <= 128 && 16%hp == 0
 }
 
+// prefillAttentionKernel names the cooperative-matrix prefill attention kernel: Q and P
+// split into fp16 high and low parts (f32-level errors), or with VKLLM_GPU_ATT_FP16 rounded
+// to fp16 once (half the products; within 3e-3).
+func (c *Context) prefillAttentionKernel() string {
+	if c.attFP16 {
+		return "attention_prefill_cm16"
+	}
+	return "attention_prefill_cm"
+}
+
 // attentionPartialFloats is the f32 count of the partials buffer for up to rows query tokens.
 func (c *Context) attentionPartialFloats(rows, nHead, nKV, headDim, ctxLen int) int {
 	groups := nKV * (nHead / nKV) / attentionHeadsPerGroup(nHead, nKV, headDim)
@@ -266,7 +277,7 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		return 0
 	}
 	if s.c.usesPrefillCoopmatAttention(m, headDim, hp) {
-		kc := s.kernel("attention_prefill_cm", 5, 32)
+		kc := s.kernel(s.c.prefillAttentionKernel(), 5, 32)
 		if kc == nil {
 			return 0
 		}
