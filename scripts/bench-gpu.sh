@@ -198,6 +198,12 @@ run_peer() { # name file flags...
 	fi
 }
 
+# A fresh machine's GPU ran the first tests at a quarter of its speed (the H200, 2026-12-03:
+# the 1B's pp512 at 9656 t/s and llama.cpp's fa0 at 12212 as the first tests of the call,
+# 37799-38929 and 48550 a minute later), so one untimed run of the first model warms it.
+say "warm-up: vkllm bench ${FILES[0]##*/} (discarded)"
+"$VKLLM" bench --gpu -m "${FILES[0]}" -p "$P" -n "$N" -r "$REPS" -no-save >/dev/null 2>&1 || true
+
 for i in "${!SPECS[@]}"; do
 	IFS='|' read -r _ preset type deep arch <<<"${SPECS[$i]}"
 	name=$preset-$type file=${FILES[$i]}

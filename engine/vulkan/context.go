@@ -26,6 +26,7 @@ type Context struct {
 	family   uint32
 	cmdPool  vk.CommandPool
 	fence    vk.Fence
+	uploads  *uploadBatch // open between BeginUploads and EndUploads (upload.go)
 
 	memTypes       []vk.MemoryType
 	minOffsetAlign uint64
@@ -238,6 +239,9 @@ func (c *Context) Close() error {
 		vk.DeviceWaitIdle(c.dev)
 		for _, k := range c.kernels {
 			k.destroy(c.dev)
+		}
+		if c.uploads != nil {
+			c.EndUploads() // Close reports no error; a failed upload failed its load already
 		}
 		if c.staging != nil {
 			c.staging.Free()
@@ -471,6 +475,9 @@ func (b *Buffer) Write(off uint64, data []byte) error {
 		return nil
 	}
 	c := b.ctx
+	if c.uploads != nil {
+		return c.uploads.write(c, b, off, data)
+	}
 	const chunk = 64 << 20
 	for done := 0; done < len(data); {
 		n := len(data) - done
@@ -496,6 +503,9 @@ func (b *Buffer) Read(off, n uint64) ([]byte, error) {
 		return nil, fmt.Errorf("read %d bytes at %d from a %d-byte buffer: out of range", n, off, b.Size)
 	}
 	out := make([]byte, n)
+	if err := b.ctx.drainUploads(); err != nil {
+		return nil, err
+	}
 	if b.host {
 		copy(out, b.bytes()[off:off+n])
 		return out, nil

@@ -266,6 +266,17 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		}
 	}()
 	started := time.Now()
+	// Weights go up in batches (upload.go); a failed load ends the batch before Close frees
+	// the buffers its copies target.
+	if err := c.BeginUploads(); err != nil {
+		return nil, err
+	}
+	uploading := true
+	defer func() {
+		if uploading {
+			c.EndUploads()
+		}
+	}()
 	var err error
 	if !r.part {
 		if r.tokEmbd, err = r.uploadMatrix(m.TokenEmbd); err != nil {
@@ -358,6 +369,10 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 			return nil, fmt.Errorf("layer %d V cache: %w", i, err)
 		}
 		r.Bytes.KV += 2 * kvBytes
+	}
+	uploading = false
+	if err := c.EndUploads(); err != nil {
+		return nil, fmt.Errorf("upload weights: %w", err)
 	}
 	uploaded := time.Now()
 	if err := r.allocScratch(opts.Window); err != nil {

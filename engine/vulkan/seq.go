@@ -318,6 +318,9 @@ func (s *Seq) Run() error {
 		return err
 	}
 	c := s.c
+	if err := c.drainUploads(); err != nil { // batched writes land before the work reads them
+		return err
+	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	if r := queueSubmit(c.queue, s.cmd, c.fence); r != vk.Success {

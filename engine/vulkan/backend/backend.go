@@ -22,7 +22,12 @@ import (
 	"github.com/vkllm/vkllm/engine/vulkan"
 )
 
-func init() { engine.RegisterGPUBackend("vulkan", New) }
+func init() {
+	engine.RegisterGPUBackend("vulkan", New)
+	// The process's Vulkan instance (shared by every later Devices and Open) is created while
+	// the engine reads the model; an error here is met again, and reported, by New.
+	engine.RegisterGPUPrepare(func() { vulkan.Devices() })
+}
 
 // New is the engine.GPUBackend of the Vulkan drivers. It declines (an error wrapping
 // engine.ErrGPUDeclined) when there is no Vulkan device, the model is outside what the driver
@@ -54,6 +59,7 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 				"pin_mb", mb, "device", dev.Name, "heap_mb", heap, "remedy", fmt.Sprintf("pin at most %d", heap))
 		}
 	}
+	enumerated := time.Now()
 	p, err := planinput.ForDevice(f, dev, stored, opts.Context, false)
 	if err != nil {
 		return engine.GPURunner{}, fmt.Errorf("plan %s on %s: %w", f.Path, dev.Name, err)
@@ -74,7 +80,8 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 	if err != nil {
 		return engine.GPURunner{}, fmt.Errorf("open Vulkan device %d: %w", dev.Index, err)
 	}
-	slog.Debug("vulkan device opened", "device", dev.Name, "enumerate_and_plan_ms", planned.Sub(started).Milliseconds(), "open_ms", time.Since(planned).Milliseconds())
+	slog.Debug("vulkan device opened", "device", dev.Name, "enumerate_ms", enumerated.Sub(started).Milliseconds(),
+		"plan_ms", planned.Sub(enumerated).Milliseconds(), "open_ms", time.Since(planned).Milliseconds())
 	r, err := vulkan.NewResident(c, m, vulkan.ResidentOptions{Context: p.Ctx.Chosen, OwnContext: true, AfterWarmup: spillCheck(p)})
 	if err != nil {
 		c.Close() // NewResident freed what it had uploaded
