@@ -38,7 +38,6 @@ type Context struct {
 	cm2Able          bool    // the device can run the cooperative matrix 2 kernels (coopmat.go)
 	cm2All           bool    // every cm2Types type takes them, not only cm2Faster (VKLLM_GPU_CM2=1)
 	cm2Stage         bool    // quantized prefill products stage their rows as fp16 for the cm2 F16 kernel (VKLLM_GPU_CM2_STAGE=1)
-	mergeFold        bool    // a decode step merges split attention inside attn_out's rounding (VKLLM_GPU_MERGE_FOLD, an A/B switch)
 	cm2F16           cm2Tile // the cm2 F16 kernel's tile (VKLLM_GPU_CM2_TILE, an A/B switch)
 	attFP16          bool    // prefill attention's cooperative-matrix products take fp16 queries and weights once (VKLLM_GPU_ATT_FP16, an A/B switch)
 	cm2Reason        string  // why or why not, for the roster

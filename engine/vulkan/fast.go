@@ -37,7 +37,6 @@ func (c *Context) selectNumericTier() {
 	if config.GPUMatvecUnits.Int() == 2 {
 		c.matvecUnits = 2
 	}
-	c.mergeFold = config.GPUMergeFold.Bool()
 	c.attFP16 = config.GPUAttFP16.Bool()
 	c.x8 = config.GPUX8.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	if !c.exact && c.x8 {

@@ -193,9 +193,8 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 		f32Products = append(f32Products, "matvec_dec_q8_0") // the decode step's fused products
 	}
 	x8Products := []string{"quantize_x8", "matvec_x8_q8_0"}
-	prevX8, prevFold := c.x8, c.mergeFold
-	defer func() { c.x8, c.mergeFold = prevX8, prevFold }()
-	c.mergeFold = true // the default (VKLLM_GPU_MERGE_FOLD=0 is an A/B switch)
+	prevX8 := c.x8
+	defer func() { c.x8 = prevX8 }()
 	prompt := []int{1, 450, 3290}
 	for _, tc := range []struct {
 		name       string

@@ -60,7 +60,7 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	out := projection{l.o, r.x, dim, true}
 	// A decode step on the int8 products folds the attention merge into the output product's
 	// rounding (quantize_x8 with X8Input.Merge): one stage fewer.
-	if m == 1 && r.attPart != nil && r.c.mergeFold && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out}) {
+	if m == 1 && r.attPart != nil && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out}) {
 		if splits := r.attend(s, l, m, true); splits > 0 { // 0: the recording failed; Seq holds the error
 			r.projectX8(s, r.attPart.All(), X8Input{Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
 			s.Barrier()

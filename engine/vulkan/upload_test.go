@@ -8,8 +8,10 @@ import (
 
 // Batched uploads land where unbatched writes do: buffers of sizes below, at and across the
 // staging halves (shrunk to 4 KiB so that one test fills and rotates them many times), a write
-// at an offset, a read in the middle of the batch (which drains it) and a second write over
-// the same bytes. Fails if a copy is lost, misplaced or reordered.
+// at an offset over bytes written before the batch, a read in the middle of the batch (which
+// drains it) and a second write over the same bytes. The buffers are treated as device-only
+// memory (as on a discrete GPU; lavapipe maps all of its memory), so writes take the batch.
+// Fails if a copy is lost, misplaced or reordered, or if writes bypass the batch.
 func TestBatchedUploadsLandInOrder(t *testing.T) {
 	c := ctxOrSkip(t)
 	defer func(prev uint64) { uploadHalfBytes = prev }(uploadHalfBytes)
@@ -24,8 +26,13 @@ func TestBatchedUploadsLandInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Free()
+		b.host = false // through the staging, as device-local memory goes
 		bufs[i] = b
 		want[i] = make([]byte, n+16)
+		rng.Read(want[i]) // what the buffer holds before the batch
+		if err := b.Write(0, want[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := c.BeginUploads(); err != nil {
 		t.Fatal(err)
@@ -40,6 +47,9 @@ func TestBatchedUploadsLandInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		copy(want[i][16:], data)
+		if i == 0 && c.uploads.used == 0 {
+			t.Fatal("a write inside the batch did not go through its staging")
+		}
 		if i == 4 { // a read drains what came before it
 			got, err := bufs[3].Read(0, uint64(len(want[3])))
 			if err != nil || !bytes.Equal(got, want[3]) {
@@ -62,7 +72,11 @@ func TestBatchedUploadsLandInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want[i]) {
-			t.Fatalf("buffer %d (%d bytes written at 16): contents differ", i, sizes[i])
+			first := 0
+			for first < len(got) && got[first] == want[i][first] {
+				first++
+			}
+			t.Fatalf("buffer %d (%d bytes written at 16): contents differ from byte %d", i, sizes[i], first)
 		}
 	}
 }
