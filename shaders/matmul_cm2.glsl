@@ -123,6 +123,35 @@ const uint QK = 1u;
 
 const uint BM = CM2_BM, BN = CM2_BN, BK = CM2_BK;
 
+// CM2_STEP: acc += the tile's product over K step k0, W and X loaded through layouts LW and LX
+// (the clamping ones, or CM2_FAST's unclamped ones). CM2_STORE: acc (+ Y's tile with
+// accumulate) stored into Y through the clamping layout ly.
+#ifdef T_F16
+#define CM2_LOAD_A(LW) coopMatLoadTensorNV(a, wh, 0u, sliceTensorLayoutNV(LW, r0, BM, k0, BK));
+#else
+#define CM2_LOAD_A(LW) coopMatLoadTensorNV(a, w, 0u, sliceTensorLayoutNV(LW, r0, BM, k0, BK), decodeW);
+#endif
+#ifdef CM2_XH
+#define CM2_LOAD_B(LX) coopMatLoadTensorNV(b, xh, 0u, sliceTensorLayoutNV(LX, t0, BN, k0, BK), transposed);
+#else
+#define CM2_LOAD_B(LX) coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(LX, t0, BN, k0, BK), transposed, decodeAct);
+#endif
+#define CM2_STEP(LW, LX) { \
+    coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a; \
+    coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b; \
+    CM2_LOAD_A(LW) \
+    CM2_LOAD_B(LX) \
+    acc = coopMatMulAdd(a, b, acc); \
+}
+#define CM2_STORE() { \
+    if (p.accumulate != 0u) { \
+        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> prev; \
+        coopMatLoadTensorNV(prev, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed); \
+        acc = acc + prev; \
+    } \
+    coopMatStoreTensorNV(acc, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed); \
+}
+
 void main() {
     uint r0 = gl_WorkGroupID.x * BM;
     uint t0 = gl_WorkGroupID.y * BN;
@@ -158,49 +187,19 @@ void main() {
         uint k0 = 0u;
         for (uint it = p.K / (BK * CM2_UNROLL); it > 0u; it--) {
             [[unroll]] for (uint j = 0u; j < CM2_UNROLL; j++) {
-                coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
-                coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
-                coopMatLoadTensorNV(a, wh, 0u, sliceTensorLayoutNV(fw, r0, BM, k0, BK));
-                coopMatLoadTensorNV(b, xh, 0u, sliceTensorLayoutNV(fx, t0, BN, k0, BK), transposed);
-                acc = coopMatMulAdd(a, b, acc);
+                CM2_STEP(fw, fx)
                 k0 += BK;
             }
         }
         for (; k0 < p.K; k0 += BK) {
-            coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
-            coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
-            coopMatLoadTensorNV(a, wh, 0u, sliceTensorLayoutNV(fw, r0, BM, k0, BK));
-            coopMatLoadTensorNV(b, xh, 0u, sliceTensorLayoutNV(fx, t0, BN, k0, BK), transposed);
-            acc = coopMatMulAdd(a, b, acc);
+            CM2_STEP(fw, fx)
         }
-        if (p.accumulate != 0u) {
-            coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> prev;
-            coopMatLoadTensorNV(prev, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed);
-            acc = acc + prev;
-        }
-        coopMatStoreTensorNV(acc, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed);
+        CM2_STORE()
         return;
     }
 #endif
     for (uint k0 = 0u; k0 < p.K; k0 += BK) {
-        coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
-        coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
-#ifdef T_F16
-        coopMatLoadTensorNV(a, wh, 0u, sliceTensorLayoutNV(lw, r0, BM, k0, BK));
-#else
-        coopMatLoadTensorNV(a, w, 0u, sliceTensorLayoutNV(lw, r0, BM, k0, BK), decodeW);
-#endif
-#ifdef CM2_XH
-        coopMatLoadTensorNV(b, xh, 0u, sliceTensorLayoutNV(lx, t0, BN, k0, BK), transposed);
-#else
-        coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, t0, BN, k0, BK), transposed, decodeAct);
-#endif
-        acc = coopMatMulAdd(a, b, acc);
+        CM2_STEP(lw, lx)
     }
-    if (p.accumulate != 0u) {
-        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> prev;
-        coopMatLoadTensorNV(prev, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed);
-        acc = acc + prev;
-    }
-    coopMatStoreTensorNV(acc, y, 0u, sliceTensorLayoutNV(ly, t0, BN, r0, BM), transposed);
+    CM2_STORE()
 }
