@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
@@ -390,5 +391,35 @@ func TestRegisteredGPUBackendRunsTheModel(t *testing.T) {
 	res, _ := collect(t, e, GenerateRequest{Prompt: "Once", MaxTokens: 2})
 	if !slices.Equal(res.Generated, []int{300, 301}) {
 		t.Fatalf("generated %v", res.Generated)
+	}
+}
+
+// Load starts the GPU backend's preparation (the Vulkan instance) before it asks the backend,
+// for every backend choice that may use the GPU, and never for the CPU.
+func TestLoadStartsTheGPUPreparation(t *testing.T) {
+	t.Cleanup(func() { RegisterGPUBackend("", nil); RegisterGPUPrepare(nil) })
+	prepared := make(chan struct{}, 8)
+	RegisterGPUPrepare(func() { prepared <- struct{}{} })
+	RegisterGPUBackend("fake", func(ctx context.Context, f *gguf.File, m *model.Model, opts LoadOptions) (GPURunner, error) {
+		return GPURunner{}, fmt.Errorf("%w: no room", ErrGPUDeclined)
+	})
+	for _, tc := range []struct {
+		backend Backend
+		want    bool
+	}{{BackendAuto, true}, {BackendCPU, false}} {
+		e, err := Load(context.Background(), LoadOptions{Backend: tc.backend, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		got := false
+		select {
+		case <-prepared:
+			got = true
+		case <-time.After(2 * time.Second):
+		}
+		if got != tc.want {
+			t.Fatalf("backend %q: preparation started %v, want %v", tc.backend, got, tc.want)
+		}
 	}
 }

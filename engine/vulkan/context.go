@@ -27,6 +27,8 @@ type Context struct {
 	cmdPool  vk.CommandPool
 	fence    vk.Fence
 	uploads  *uploadBatch // open between BeginUploads and EndUploads (upload.go)
+	// uploadBatches counts the batches EndUploads ended (NewResident's weights are one each).
+	uploadBatches int
 
 	memTypes       []vk.MemoryType
 	minOffsetAlign uint64

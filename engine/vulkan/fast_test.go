@@ -35,7 +35,7 @@ var tiers = []struct {
 // f32 scores and sums over ≤ 1100 positions of unit-scale values carry errors ~1e-6. On
 // cooperative-matrix devices the prefill cases run once more on attention_prefill_cm16 (Q and
 // P rounded to fp16 once, VKLLM_GPU_ATT_FP16): bound 3e-3 (fp16's 2^-11 on each score term and
-// weight, over unit-scale scores).
+// weight, over unit-scale scores); it fails if they did not take that kernel.
 func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
@@ -46,7 +46,13 @@ func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 			continue
 		}
 		c.attFP16 = fp16
+		if fp16 {
+			forgetKernels(c, "attention_prefill_cm16") // made below, or the switch is not wired
+		}
 		testSplitAttention(t, c, fp16)
+		if _, made := c.kernels["attention_prefill_cm16"]; fp16 && !made {
+			t.Fatal("VKLLM_GPU_ATT_FP16's prefill cases did not run attention_prefill_cm16")
+		}
 	}
 }
 

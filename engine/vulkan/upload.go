@@ -59,6 +59,7 @@ func (c *Context) EndUploads() error {
 		return nil
 	}
 	c.uploads = nil
+	c.uploadBatches++
 	err := b.drain(c)
 	b.free(c)
 	return err

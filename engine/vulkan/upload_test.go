@@ -80,3 +80,18 @@ func TestBatchedUploadsLandInOrder(t *testing.T) {
 		}
 	}
 }
+
+// The resident driver uploads a model's weights in one batch, and leaves none open.
+func TestResidentUploadsInOneBatch(t *testing.T) {
+	c := ctxOrSkip(t)
+	m := loadShared(t, "stories260K")
+	before := c.uploadBatches
+	r, err := NewResident(c, m, ResidentOptions{Context: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := c.uploadBatches - before; got != 1 || c.uploads != nil {
+		t.Fatalf("NewResident ended %d upload batches (want 1), one still open: %v", got, c.uploads != nil)
+	}
+}
