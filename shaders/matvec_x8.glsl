@@ -25,7 +25,45 @@ layout(push_constant) uniform P {
     uint rowsPerX;   // workgroups per grid line (gl_NumWorkGroups.x)
     uint accumulate; // 1: y += W·x
     uint shareRows;  // 1: all subgroups of the workgroup split K of the same NR rows (rowsPerWG = NR)
+#ifdef ROPE_KV
+    uint headDim;    // rows per head
+    uint ropeDim;    // the rotated rows of each head (its first ones, in adjacent pairs)
+    uint mode;       // 0: queries, rotated into y; 1: keys, rotated into the f16 cache; 2: values into theirs
+#endif
 } p;
+
+#ifdef ROPE_KV
+// ROPE_KV (matvec_x8_<type>_rkv): the decode step's query, key or value product ends as rope_kv
+// does (its arithmetic: each product rounded before the sum, values rounded to f16 with
+// roundHalf), for one token: each pair of adjacent rows (NR is even) rotated by the pair's
+// (cos, sin), keys and values packed to f16 into the cache row pos[0] (y bound to the cache).
+layout(std430, binding = 3) buffer Yu { uint yu[]; };
+layout(std430, binding = 4) readonly buffer Cb { float cs[]; };
+layout(std430, binding = 5) readonly buffer Pb { uint pos[]; };
+#include "exact.glsl" // roundHalf
+
+void storePair(uint r, float a, float b) {
+    uint j = r % p.headDim; // r is even, so is j: the pair stays in one head
+    if (p.mode != 2u && j < p.ropeDim) {
+        uint i = j / 2u;
+        float c = cs[2u * i], s = cs[2u * i + 1u];
+        precise float ac = a * c;
+        precise float bs = b * s;
+        precise float as_ = a * s;
+        precise float bc = b * c;
+        precise float ya = ac - bs;
+        precise float yb = as_ + bc;
+        a = ya;
+        b = yb;
+    }
+    if (p.mode == 0u) {
+        y[r] = a;
+        y[r + 1u] = b;
+    } else {
+        yu[(pos[0] * p.N + r) / 2u] = packHalf2x16(vec2(roundHalf(a), roundHalf(b)));
+    }
+}
+#endif
 
 #ifndef NR_ROWS
 #define NR_ROWS 4u

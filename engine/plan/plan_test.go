@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -398,7 +399,7 @@ func TestWeightStagingIsCountedWhereTheDeviceStages(t *testing.T) {
 		}
 		p := Compute(Input{Model: dense8B(), Uploads: uploads(t, 32, 8*MiB, 64*MiB, 64*MiB), KV: KVFor(dense8B()), Scratch: s,
 			Device: Device{Name: "card", HeapBytes: 24 << 30, StagesWeights: tc.stages}, Ctx: CtxRequest{Requested: 4096}})
-		if got := strings.Contains(p.Breakdown(), "fp16 weight staging 128 MB"); got != tc.stages {
+		if got := strings.Contains(p.Breakdown(), fmt.Sprintf("fp16 weight staging %d MB", WeightStagingBytes/MiB)); got != tc.stages {
 			t.Errorf("stages %v: breakdown names the staging: %v\n%s", tc.stages, got, p.Breakdown())
 		}
 	}

@@ -112,10 +112,11 @@ type Scratch struct {
 	Total         int64 `json:"bytes"`
 }
 
-// WeightStagingBytes is the fp16 staging buffer of a device that stages prefill weights: a
-// product dequantizes as many of its rows as fit (at least 64 of any row length up to 1M
-// elements) and multiplies them before the next rows, so one fixed size serves every model.
-const WeightStagingBytes = 128 * MiB
+// WeightStagingBytes is the fp16 staging buffer of a device that stages prefill weights, two
+// alternating halves: a product dequantizes as many of its rows as a half holds (at least 64 of
+// any row length up to 1M elements) and multiplies them while the next rows are dequantized
+// into the other half, so one fixed size serves every model.
+const WeightStagingBytes = 256 * MiB
 
 // WithWeightStaging adds the staging buffer to s where the device stages prefill weights.
 func (s Scratch) WithWeightStaging(stages bool) Scratch {

@@ -41,6 +41,9 @@ type Context struct {
 	cm2All           bool    // every cm2Types type takes them, not only cm2Faster (VKLLM_GPU_CM2=1)
 	cm2Stage         bool    // quantized prefill products stage their rows as fp16 for the cm2 F16 kernel (VKLLM_GPU_CM2_STAGE=1)
 	cm2F16           cm2Tile // the cm2 F16 kernel's tile (VKLLM_GPU_CM2_TILE, an A/B switch)
+	stageAhead       bool    // a prefill product runs beside the next fp16 staging (VKLLM_GPU_STAGE_AHEAD, an A/B switch; staging.go)
+	ropeFold         bool    // the decode step's q/k/v products end as rope_kv does (VKLLM_GPU_ROPE_FOLD, an A/B switch)
+	attCM2           bool    // prefill attention runs in one pass on cooperative matrix 2 where it can (VKLLM_GPU_ATT_CM2, an A/B switch)
 	attFP16          bool    // prefill attention's cooperative-matrix products take fp16 queries and weights once (VKLLM_GPU_ATT_FP16, an A/B switch)
 	cm2Reason        string  // why or why not, for the roster
 	lanes            int     // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)

@@ -267,7 +267,7 @@ func (c *Context) selectGEMMTier() {
 		case c.cm2All:
 			c.cm2Reason += "; every cm2 type takes them with its blocks decoded in the load (VKLLM_GPU_CM2=1)"
 		case c.cm2Stage:
-			c.cm2Reason += "; F16 weights take them directly, every other quantized type through an fp16 staging of its rows (128 MiB; H200 8B Q4_K pp512 +35% over the KHR kernels; VKLLM_GPU_CM2_STAGE=0 keeps the KHR kernels)"
+			c.cm2Reason += "; F16 weights take them directly, every other quantized type through an fp16 staging of its rows (256 MiB in two halves, each product beside the next staging; H200 8B Q4_K pp512 +35% over the KHR kernels; VKLLM_GPU_CM2_STAGE=0 keeps the KHR kernels)"
 		default:
 			c.cm2Reason += "; F16 weights take them, the quantized types the KHR kernels (VKLLM_GPU_CM2_STAGE=0)"
 		}

@@ -235,12 +235,25 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if planned := len(r.stagePlans[len(prompt)]); stage && c.stageAhead && planned < 2 {
+			t.Fatalf("staging ahead planned %d stagings for the %d-token window (wanted several)", planned, len(prompt))
+		}
 		if _, made := c.kernels[kernel]; !made {
 			t.Fatalf("a Q4_0 model's prefill (staging %v) did not make %s", stage, kernel)
 		}
 		return logits
 	}
 	direct, staged := eval(false, "matmul_cm2_q4_0"), eval(true, "dequant_f16_q4_0")
+	// Staging ahead (each product beside the next staging) changes the order of the work, not
+	// the arithmetic: the same logits bit for bit as every staging in its own stage.
+	defer func(prev bool) { c.stageAhead = prev }(c.stageAhead)
+	c.stageAhead = false
+	inPlace := eval(true, "dequant_f16_q4_0")
+	for i := range inPlace {
+		if inPlace[i] != staged[i] {
+			t.Fatalf("logit %d: %v staging ahead, %v with each staging in its own stage", i, staged[i], inPlace[i])
+		}
+	}
 	maxd, mag := 0.0, 0.0
 	for i := range direct {
 		maxd = math.Max(maxd, math.Abs(float64(staged[i]-direct[i])))

@@ -218,7 +218,7 @@ func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
 	headNorms(r, s, l, m)
 	s.Barrier()
 	stamp("qkv")
-	r.attend(s, l, m, false)
+	r.attend(s, l, m, false, false)
 	s.AttnGate(r.dn.qg.All(), r.att.All(), h.HeadDim, m*qd)
 	s.Barrier()
 	r.attnOut(s, l, m)

@@ -38,6 +38,9 @@ func (c *Context) selectNumericTier() {
 		c.matvecUnits = 2
 	}
 	c.attFP16 = config.GPUAttFP16.Bool()
+	c.attCM2 = config.GPUAttCM2.Bool()
+	c.stageAhead = config.GPUStageAhead.Bool()
+	c.ropeFold = config.GPURopeFold.Bool()
 	c.x8 = config.GPUX8.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	if !c.exact && c.x8 {
 		c.exactWhy = "fast tier: int8 decode products over activations rounded once per layer input (VKLLM_GPU_X8=0 for f32 ones), split attention, quantized prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
@@ -214,10 +217,22 @@ func (c *Context) usesPrefillCoopmatAttention(m, headDim, hp int) bool {
 	return m > 1 && c.gemm == gemmCoopmat && headDim%16 == 0 && headDim <= 128 && 16%hp == 0
 }
 
-// prefillAttentionKernel names the cooperative-matrix prefill attention kernel: Q and P
-// split into fp16 high and low parts (f32-level errors), or with VKLLM_GPU_ATT_FP16 rounded
-// to fp16 once (half the products; within 3e-3).
-func (c *Context) prefillAttentionKernel() string {
+// usesPrefillCM2Attention reports whether the cooperative-matrix prefill attention over
+// headDim-wide heads runs as attention_prefill_cm2 (one pass on NV cooperative matrix 2 with
+// attention_prefill_cm's grid): a cm2 device, VKLLM_GPU_ATT_CM2, 64- or 128-wide heads.
+func (c *Context) usesPrefillCM2Attention(headDim int) bool {
+	return c.cm2Able && c.attCM2 && (headDim == 64 || headDim == 128)
+}
+
+// prefillAttentionKernel names the cooperative-matrix prefill attention kernel for
+// headDim-wide heads: attention_prefill_cm2_dNN where usesPrefillCM2Attention, else
+// attention_prefill_cm with Q and P split into fp16 high and low parts (f32-level errors),
+// or with VKLLM_GPU_ATT_FP16 rounded to fp16 once (attention_prefill_cm16, half the
+// products; within 3e-3).
+func (c *Context) prefillAttentionKernel(headDim int) string {
+	if c.usesPrefillCM2Attention(headDim) {
+		return fmt.Sprintf("attention_prefill_cm2_d%d", headDim)
+	}
 	if c.attFP16 {
 		return "attention_prefill_cm16"
 	}
@@ -276,7 +291,7 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		return 0
 	}
 	if s.c.usesPrefillCoopmatAttention(m, headDim, hp) {
-		kc := s.kernel(s.c.prefillAttentionKernel(), 5, 32)
+		kc := s.kernel(s.c.prefillAttentionKernel(headDim), 5, 32)
 		if kc == nil {
 			return 0
 		}

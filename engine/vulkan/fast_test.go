@@ -39,19 +39,29 @@ var tiers = []struct {
 func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
-	defer func(prev bool) { c.attFP16 = prev }(c.attFP16)
-	for _, fp16 := range []bool{false, true} {
-		if fp16 && c.gemm != gemmCoopmat {
-			t.Logf("%s: no cooperative matrices, so no attention_prefill_cm16 to check", c.Info.Name)
+	defer func(fp16, cm2 bool) { c.attFP16, c.attCM2 = fp16, cm2 }(c.attFP16, c.attCM2)
+	// Three rounds: attention_split and the f32-level attention_prefill_cm; the prefill kernels
+	// with fp16 queries and weights, attention_prefill_cm16 and (on NV cooperative matrix 2)
+	// the one-pass attention_prefill_cm2.
+	for _, round := range []struct {
+		fp16, cm2 bool
+		made      string
+	}{{false, false, ""}, {true, false, "attention_prefill_cm16"}, {true, true, "attention_prefill_cm2_d128"}} {
+		if round.fp16 && c.gemm != gemmCoopmat {
+			t.Logf("%s: no cooperative matrices, so no %s to check", c.Info.Name, round.made)
 			continue
 		}
-		c.attFP16 = fp16
-		if fp16 {
-			forgetKernels(c, "attention_prefill_cm16") // made below, or the switch is not wired
+		if round.cm2 && !c.cm2Able {
+			t.Logf("%s: no NV cooperative matrix 2 (%s), so no attention_prefill_cm2 to check", c.Info.Name, c.cm2Reason)
+			continue
 		}
-		testSplitAttention(t, c, fp16)
-		if _, made := c.kernels["attention_prefill_cm16"]; fp16 && !made {
-			t.Fatal("VKLLM_GPU_ATT_FP16's prefill cases did not run attention_prefill_cm16")
+		c.attFP16, c.attCM2 = round.fp16, round.cm2
+		if round.made != "" {
+			forgetKernels(c, round.made) // made below, or the switch is not wired
+		}
+		testSplitAttention(t, c, round.fp16)
+		if _, made := c.kernels[round.made]; round.made != "" && !made {
+			t.Fatalf("the prefill cases did not run %s", round.made)
 		}
 	}
 }
@@ -70,6 +80,7 @@ func testSplitAttention(t *testing.T, c *Context, fp16 bool) {
 		{64, 16, 2, 0, 33, 64},       // 2 tokens x 8 heads a tile, the last tile half empty
 		{128, 4, 4, 5, 17, 64},       // 16 tokens x 1 head a tile: a 1-token tile
 		{128, 32, 8, 700, 150, 1024}, // 38 tiles: several workgroups and 4 splits
+		{128, 8, 2, 4096, 20, 4352},  // deep: attention_prefill_cm2's interior blocks, 16 splits
 	} {
 		hp := attentionHeadsPerGroup(tc.nHead, tc.nKV, tc.headDim)
 		cm := c.usesPrefillCoopmatAttention(tc.m, tc.headDim, hp)
@@ -117,7 +128,7 @@ func testSplitAttention(t *testing.T, c *Context, fp16 bool) {
 			}
 			kernel := "attention_split"
 			if cm {
-				kernel = c.prefillAttentionKernel()
+				kernel = c.prefillAttentionKernel(tc.headDim)
 			}
 			t.Logf("%s: max rel err %.2g (splits %d)", kernel, worst, c.attentionSplits(tc.m, tc.nHead/hp, tc.ctx))
 		})

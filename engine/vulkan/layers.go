@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/quant"
 )
 
 // The parts of a layer that the architectures compose (arch_*.go): attention with its
@@ -49,8 +50,13 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	h := r.h
 	dim, qd, kd, vd := h.Dim, h.QDim(), h.KDim(), h.VDim()
 	stamp := r.stamper(s)
-	r.normProject(s, l.attnNorm, dim, m, stamp,
-		projection{l.q, r.q, qd, false}, projection{l.k, r.k, kd, false}, projection{l.v, r.v, vd, false})
+	qkv := []projection{{l.q, r.q, qd, false}, {l.k, r.k, kd, false}, {l.v, r.v, vd, false}}
+	roped := r.foldsRopeKV(m, variant, qkv)
+	if roped {
+		r.projectQKVRoped(s, l, qkv)
+	} else {
+		r.normProject(s, l.attnNorm, dim, m, stamp, qkv...)
+	}
 	s.Barrier()
 	if variant != nil {
 		variant(r, s, l, m)
@@ -61,30 +67,70 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	// A decode step on the int8 products folds the attention merge into the output product's
 	// rounding (quantize_x8 with X8Input.Merge): one stage fewer.
 	if m == 1 && r.attPart != nil && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out}) {
-		if splits := r.attend(s, l, m, true); splits > 0 { // 0: the recording failed; Seq holds the error
+		if splits := r.attend(s, l, m, true, roped); splits > 0 { // 0: the recording failed; Seq holds the error
 			r.projectX8(s, r.attPart.All(), X8Input{Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
 			s.Barrier()
 			r.stamper(s)("attn_out")
 		}
 		return
 	}
-	r.attend(s, l, m, false)
+	r.attend(s, l, m, false, roped)
 	r.attnOut(s, l, m)
 }
 
+// x8RopeKVTypes have matvec_x8's ROPE_KV variant (matvec_x8_<suffix>_rkv).
+var x8RopeKVTypes = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true}
+
+// foldsRopeKV reports whether a step of m rows ends its query, key and value products as
+// rope_kv does (MatVecX8RopeKV) instead of running rope_kv after them: one token on the int8
+// products, no variant between the products and the rotation, adjacent-pair (not NeoX)
+// rotation, each weight one slice of a type with the variant (VKLLM_GPU_ROPE_FOLD).
+func (r *Resident) foldsRopeKV(m int, variant qkVariant, qkv []projection) bool {
+	if m != 1 || variant != nil || !r.c.ropeFold || r.h.Rope.Kind == model.RopeNeoX || r.ropeDims%2 != 0 || r.h.HeadDim%2 != 0 ||
+		!r.takesX8(r.h.Dim, m, qkv) {
+		return false
+	}
+	for _, p := range qkv {
+		if len(p.w.slices) != 1 || !x8RopeKVTypes[p.w.typ] {
+			return false
+		}
+	}
+	return true
+}
+
+// projectQKVRoped records RMSNorm(x)·g rounded once (quantize_x8), then the query, key and
+// value products of one token ending as rope_kv does: queries rotated in r.q, keys and values
+// in the layer's caches at the token's position.
+func (r *Resident) projectQKVRoped(s *Seq, l *layerWeights, qkv []projection) {
+	h := r.h
+	k := h.Dim
+	qb, sb := uint64(x8QuantBytes(k)), uint64(x8ScaleBytes(k))
+	xq, xs := r.xq.Range(0, qb), r.xq.Range(qb, sb)
+	gb := l.attnNorm.buf.All()
+	s.QuantizeX8(r.x.All(), xq, xs, k, 1, X8Input{Norm: &gb, Eps: h.NormEps, Q8K: x8Q8K(qkv[0].w.typ)})
+	s.Barrier()
+	for i, dst := range []*Buffer{r.q, l.kCache, l.vCache} {
+		p := qkv[i]
+		sl := p.w.slices[0]
+		s.MatVecX8RopeKV(p.w.typ, sl.buf.All(), xq, xs, dst.All(), r.ropeCS.All(), r.pos.All(), k, sl.rows, h.HeadDim, r.ropeDims, x8RopeKVMode(i))
+	}
+}
+
 // attend records the rotation of r.q and r.k and the store of r.k and r.v in the layer's cache
-// at the rows' positions (one rope_kv dispatch), then causal attention into r.att; with
-// partials, split attention's ranges only, left in r.attPart for the caller to merge, and it
-// returns their count per (head, token).
-func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials bool) (splits int) {
+// at the rows' positions (one rope_kv dispatch; nothing where roped says the products did it),
+// then causal attention into r.att; with partials, split attention's ranges only, left in
+// r.attPart for the caller to merge, and it returns their count per (head, token).
+func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials, roped bool) (splits int) {
 	h := r.h
 	qd, kd, vd := h.QDim(), h.KDim(), h.VDim()
 	stamp := r.stamper(s)
-	neox := h.Rope.Kind == model.RopeNeoX
-	s.RopeKV(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
-		h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd)
-	s.Barrier()
-	stamp("rope_kv")
+	if !roped {
+		neox := h.Rope.Kind == model.RopeNeoX
+		s.RopeKV(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
+			h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd)
+		s.Barrier()
+		stamp("rope_kv")
+	}
 	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
 	switch {
 	case partials:

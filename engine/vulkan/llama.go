@@ -76,12 +76,17 @@ type Resident struct {
 
 	// scratch, token-major
 	x, xn, q, k, v, att, gate, up *Buffer
-	attPart                       *Buffer      // split attention's per-range partials (fast tier; nil on the exact tier)
-	xq                            *Buffer      // activations rounded for quantized weights
-	stage                         *Buffer      // fp16 weight rows for the cm2 F16 kernel (nil unless the context stages, usesCM2Staging)
-	moe                           moeScratch   // a mixture of experts' routing (nil buffers for a dense model)
-	dn                            deltaScratch // the Gated-DeltaNet hybrids' (nil buffers for other models)
-	logits                        *Buffer      // host-visible: rows × vocab
+	attPart                       *Buffer             // split attention's per-range partials (fast tier; nil on the exact tier)
+	xq                            *Buffer             // activations rounded for quantized weights
+	stage                         *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
+	stagePlans                    map[int][]stageStep // per window size: its stagings in order (plannedStagings)
+	stagePlan                     []stageStep         // the plan the current recording replays (nil: none)
+	stageRec                      *[]stageStep        // where a dry recording collects the stagings
+	stageAt, stageReady           int                 // the current recording's next staging; the one recorded ahead (-1: none)
+	stageReadyBarrier             int                 // the Seq's barrier count when that one was recorded
+	moe                           moeScratch          // a mixture of experts' routing (nil buffers for a dense model)
+	dn                            deltaScratch        // the Gated-DeltaNet hybrids' (nil buffers for other models)
+	logits                        *Buffer             // host-visible: rows × vocab
 	logitRows                     int
 	ids, pos, best                *Buffer // host-visible
 	ropeCS                        *Buffer // host-visible: rows × ropeDims/2 (cos, sin) pairs
@@ -591,25 +596,27 @@ func (r *Resident) projectCM2(s *Seq, x Binding, up *Binding, k, m int, ps []pro
 		done[i] = true
 	}
 	if together != nil {
-		// every staged weight's rows side by side in r.stage, then every product at once
+		// every staged weight's rows side by side in one staging, then every product at once
+		jobs := make(stageStep, len(together))
 		for j, i := range together {
 			sl := ps[i].w.slices[0]
-			s.DequantF16(ps[i].w.typ, sl.buf.All(), r.stage.Range(offs[j], uint64(2*sl.rows*k)), k, sl.rows, 0)
+			jobs[j] = stageJob{t: ps[i].w.typ, w: sl.buf.All(), k: k, rows: sl.rows, off: offs[j]}
 		}
-		s.Barrier()
+		base := r.beginStaging(s, jobs, staged)
 		for j, i := range together {
 			p := ps[i]
 			sl := p.w.slices[0]
-			s.MatMulF16X(quant.F16, r.stage.Range(offs[j], uint64(2*sl.rows*k)), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
+			s.MatMulF16X(quant.F16, r.stage.Range(base+offs[j], uint64(2*sl.rows*k)), xq, sl.out(p.y, 0, m, p.yStride), k, sl.rows, m, p.yStride, p.acc)
 			done[i] = true
 		}
+		r.stageAhead(s)
 	}
 	return busy
 }
 
 // stageTogether returns the indexes of ps whose products take the cm2 F16 kernel through
-// the fp16 staging, and where each stages its rows in r.stage, when there are two or more and
-// r.stage holds all their rows side by side (each weight one slice, 256-aligned): their
+// the fp16 staging, and where each stages its rows in a staging half, when there are two or more and
+// a half holds all their rows side by side (each weight one slice, 256-aligned): their
 // stagings then run in one stage and their products in the next, instead of stage, product,
 // stage, product. Else nil.
 func (r *Resident) stageTogether(k, m int, ps []projection, done []bool) (idx []int, offs []uint64) {
@@ -627,7 +634,7 @@ func (r *Resident) stageTogether(k, m int, ps []projection, done []bool) (idx []
 		idx, offs = append(idx, i), append(offs, total)
 		total += alignUp(uint64(2*p.w.slices[0].rows*k), 256)
 	}
-	if len(idx) < 2 || total > r.stage.Size {
+	if len(idx) < 2 || total > r.stageHalfBytes() {
 		return nil, nil
 	}
 	return idx, offs
@@ -637,28 +644,6 @@ func (r *Resident) stageTogether(k, m int, ps []projection, done []bool) (idx []
 // the cooperative matrix 2 F16 kernel: directly, or through the fp16 staging of its rows.
 func (r *Resident) takesCM2(w weight, k, m int) bool {
 	return r.c.usesCM2(w.typ, k, m) || r.stage != nil && r.c.usesCM2Staging(w.typ, k, m)
-}
-
-// stagedMatMul records Y (+)= W·X for one weight slice on the cooperative matrix 2 F16 kernel:
-// as many of its rows as r.stage holds (a multiple of the F16 kernel's row tile) are
-// dequantized to fp16 there, multiplied with the fp16 activations xh, and the next rows
-// follow once that product has read them. staged says whether an earlier product of the
-// same project call may still read r.stage.
-func (r *Resident) stagedMatMul(s *Seq, t quant.Type, sl weightSlice, xh Binding, y *Buffer, k, m, yStride int, acc bool, staged *bool) {
-	bm := r.c.cm2F16.bm
-	chunk := max(bm, int(r.stage.Size)/(2*k)/bm*bm)
-	for c0 := 0; c0 < sl.rows; c0 += chunk {
-		n := min(chunk, sl.rows-c0)
-		if *staged {
-			s.Barrier()
-		}
-		h := r.stage.Range(0, uint64(2*n*k))
-		s.DequantF16(t, sl.buf.All(), h, k, n, c0)
-		s.Barrier()
-		part := weightSlice{buf: sl.buf, row0: sl.row0 + c0, rows: n}
-		s.MatMulF16X(quant.F16, h, xh, part.out(y, 0, m, yStride), k, n, m, yStride, acc)
-		*staged = true
-	}
 }
 
 // fuses reports whether one-token products with the weights ws over k-element inputs all take
@@ -932,7 +917,9 @@ func (r *Resident) prefill(n int, all, last bool) ([]float32, error) {
 			return nil, err
 		}
 	}
+	r.beginStagingPass(r.plannedStagings(n))
 	r.record(s, n)
+	r.beginStagingPass(nil)
 	if !r.hasHead {
 		if err := s.Run(); err != nil {
 			return nil, fmt.Errorf("vulkan prefill: %w", err)

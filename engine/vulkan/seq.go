@@ -132,6 +132,8 @@ type Seq struct {
 	ended    bool
 	err      error
 
+	barriers int // barriers recorded so far
+
 	queries  vk.QueryPool
 	nQueries uint32
 	labels   []string
@@ -240,6 +242,7 @@ func (s *Seq) Dispatch(k *Kernel, push []byte, gx, gy, gz uint32, binds ...Bindi
 
 // Barrier makes every earlier shader or transfer write visible to every later read.
 func (s *Seq) Barrier() {
+	s.barriers++
 	if s.err != nil {
 		return
 	}

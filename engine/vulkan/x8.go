@@ -55,6 +55,48 @@ func (s *Seq) MatVecX8(t quant.Type, w, xq, xs, y Binding, k, n int, accumulate 
 	s.matVecX8(x8Kernel("matvec_x8_", t), nr, w, xq, xs, y, k, n, accumulate)
 }
 
+// x8RopeKVMode is what matvec_x8's ROPE_KV variant makes of a decode product's rows.
+type x8RopeKVMode uint32
+
+const (
+	x8RopeQueries x8RopeKVMode = iota // rotated in place of y
+	x8RopeKeys                        // rotated, then f16 into the key cache's row pos[0]
+	x8StoreValues                     // f16 into the value cache's row pos[0]
+)
+
+// MatVecX8RopeKV records the decode step's query, key or value product (weights w of type t,
+// n rows of k elements, over x rounded by QuantizeX8) ending as RopeKV does for one token
+// (rope_kv's arithmetic, adjacent-pair rotation: not NeoX): queries rotated into y, keys
+// rotated and values as they are packed to f16 into the cache y at row pos[0] (n halves a
+// row). cs holds the token's (cos, sin) pairs. It saves rope_kv's stage.
+func (s *Seq) MatVecX8RopeKV(t quant.Type, w, xq, xs, y, cs, pos Binding, k, n, headDim, ropeDim int, mode x8RopeKVMode) {
+	nr, ok := x8Rows[t]
+	if !ok || k%blockElems(t) != 0 || nr%2 != 0 || headDim%2 != 0 || ropeDim%2 != 0 || ropeDim > headDim || n%headDim != 0 {
+		s.fail(fmt.Errorf("matvec_x8 rope+kv: %v rows of %d elements, %d rows of heads of %d, %d rotated: unsupported", t, k, n, headDim, ropeDim))
+		return
+	}
+	rowBytes, err := t.RowBytes(k)
+	if err != nil {
+		s.fail(fmt.Errorf("matvec_x8 rope+kv: %w", err))
+		return
+	}
+	out := uint64(4 * n)
+	if mode != x8RopeQueries {
+		out = 2 * uint64(n) // one row of the cache at least
+	}
+	if w.Size < uint64(rowBytes*n) || y.Size < out || cs.Size < uint64(4*ropeDim) || xq.Size < uint64(x8QuantBytes(k)) || xs.Size < uint64(x8ScaleBytes(k)) {
+		s.fail(fmt.Errorf("matvec_x8 rope+kv: %v %dx%d: a binding is too small", t, n, k))
+		return
+	}
+	kern := s.kernel(x8Kernel("matvec_x8_", t)+"_rkv", 6, 36)
+	if kern == nil {
+		return
+	}
+	rows, share, gx, gy := s.c.decodeRowGrid(nr, n)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, uint32(0), share, uint32(headDim), uint32(ropeDim), uint32(mode)),
+		gx, gy, 1, w, xq, xs, y, cs, pos)
+}
+
 // int8AbsentCost is what a device without int8 dot products loses, measured: the decode
 // products read f32 activations instead (matvec_fast).
 const int8AbsentCost = "decode products on f32 activations: 1.5-1.8x slower decode (8B Q4_0 193 vs 295 t/s, Q4_K 158 vs 279 on an H200, 2026-12-02)"

@@ -1,0 +1,138 @@
+package vulkan
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/vkllm/vkllm/engine/quant"
+)
+
+// MatVecX8RopeKV must make exactly what MatVecX8 then RopeKV make, bit for bit: the rotated
+// queries, and the key and value rows packed into the caches at the position (the rest of the
+// caches untouched), with whole and partial rotation, on grids that share rows among subgroups
+// and on grids that do not.
+func TestMatVecX8RopeKVEqualsProductThenRopeKV(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
+	}
+	defer func(prev int) { c.matvecShareBelow = prev }(c.matvecShareBelow)
+	const k, headDim, nHead, nKV, pos, ctx = 256, 64, 8, 2, 5, 8
+	qd, kd := nHead*headDim, nKV*headDim
+	rng := rand.New(rand.NewSource(12))
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q6_K} {
+		for _, ropeDim := range []int{headDim, headDim / 2} {
+			for _, share := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%v/rope%d/share=%v", typ, ropeDim, share), func(t *testing.T) {
+					c.matvecShareBelow = 0
+					if share {
+						c.matvecShareBelow = 1 << 20
+					}
+					w := func(n int) *Buffer {
+						wq, _ := moeTestWeights(t, rng, typ, k, n, 1)
+						return uploadBytes(t, c, wq)
+					}
+					wqb, wkb, wvb := w(qd), w(kd), w(kd)
+					x := upload(t, c, randVec(rng, k, 2))
+					xq, xs := uploadBytes(t, c, make([]byte, x8QuantBytes(k))), uploadBytes(t, c, make([]byte, x8ScaleBytes(k)))
+					angles := make([]float32, ropeDim)
+					RopeAngles(angles, pos, 1, ropeDim, 10000, 1, nil)
+					cs, pb := upload(t, c, angles), uploadU32(t, c, []uint32{pos})
+					cache := func() *Buffer { return uploadU32(t, c, slices.Repeat([]uint32{0x3c003c00}, ctx*kd/2)) } // 1.0 halves
+					// the product, then rope_kv
+					q1, k1, v1 := upload(t, c, make([]float32, qd)), upload(t, c, make([]float32, kd)), upload(t, c, make([]float32, kd))
+					kc1, vc1 := cache(), cache()
+					// the product ending as rope_kv does
+					q2, kc2, vc2 := upload(t, c, make([]float32, qd)), cache(), cache()
+					run(t, c, func(s *Seq) {
+						s.QuantizeX8(x.All(), xq.All(), xs.All(), k, 1, X8Input{Q8K: x8Q8K(typ)})
+						s.Barrier()
+						s.MatVecX8(typ, wqb.All(), xq.All(), xs.All(), q1.All(), k, qd, false)
+						s.MatVecX8(typ, wkb.All(), xq.All(), xs.All(), k1.All(), k, kd, false)
+						s.MatVecX8(typ, wvb.All(), xq.All(), xs.All(), v1.All(), k, kd, false)
+						s.Barrier()
+						s.RopeKV(q1.All(), k1.All(), v1.All(), cs.All(), kc1.All(), vc1.All(), pb.All(), headDim, nHead, 1, ropeDim, false, qd, kd, kd)
+						for i, dst := range []*Buffer{q2, kc2, vc2} {
+							wb := []*Buffer{wqb, wkb, wvb}[i]
+							n := []int{qd, kd, kd}[i]
+							s.MatVecX8RopeKV(typ, wb.All(), xq.All(), xs.All(), dst.All(), cs.All(), pb.All(), k, n, headDim, ropeDim, x8RopeKVMode(i))
+						}
+					})
+					for _, pair := range []struct {
+						name string
+						a, b *Buffer
+					}{{"queries", q1, q2}, {"key cache", kc1, kc2}, {"value cache", vc1, vc2}} {
+						want, err := pair.a.Read(0, pair.a.Size)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, err := pair.b.Read(0, pair.b.Size)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if i := firstDiff(want, got); i >= 0 {
+							t.Fatalf("%s: byte %d of %d differs: %#02x, want %#02x (rope_kv)", pair.name, i, len(want), got[i], want[i])
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if i >= len(b) || a[i] != b[i] {
+			return i
+		}
+	}
+	if len(b) != len(a) {
+		return len(a)
+	}
+	return -1
+}
+
+// A llama model's decode step ends its query, key and value products as rope_kv does (the
+// ROPE_KV variant, no rope_kv dispatch), with the same logits bit for bit as running rope_kv
+// after them (VKLLM_GPU_ROPE_FOLD=0). Fails if the driver stops folding.
+func TestDecodeFoldsRopeKVIntoTheProducts(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8, fold bool) { c.x8, c.ropeFold = x8, fold }(c.x8, c.ropeFold)
+	c.x8 = true
+	m := loadShared(t, "rand-llama-q8_0")
+	decode := func(fold bool) []float32 {
+		c.ropeFold = fold
+		forgetKernels(c, "rope_kv", "matvec_x8_q8_0_rkv")
+		r, err := NewResident(c, m, ResidentOptions{Context: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var all []float32
+		for i, id := range []int{1, 450, 3290, 17} { // one token a step: the decode command only
+			logits, err := r.Eval([]int{id}, i, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, logits...)
+		}
+		_, roped := c.kernels["matvec_x8_q8_0_rkv"]
+		_, ropeKV := c.kernels["rope_kv"]
+		if roped != fold || ropeKV == fold {
+			t.Fatalf("fold %v: made matvec_x8_q8_0_rkv %v, rope_kv %v", fold, roped, ropeKV)
+		}
+		return all
+	}
+	apart, folded := decode(false), decode(true)
+	for i := range apart {
+		if apart[i] != folded[i] {
+			t.Fatalf("logit %d: %v folded, %v with rope_kv after the products", i, folded[i], apart[i])
+		}
+	}
+}
