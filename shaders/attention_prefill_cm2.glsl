@@ -4,7 +4,8 @@
 //
 // A workgroup takes 64 query rows, FA_BR/hp consecutive tokens times the hp query heads that
 // share one KV head (row r: token tw + r/hp, head h0 + r%hp), and one of nSplit position ranges
-// of their causal span (the last real token's). Its matrices are workgroup-scope: the driver
+// of their causal span (the last real token's), each at least FA_MIN_RANGE positions (the
+// ranges past a short span are empty: their rows write L = 0 and nothing else). Its matrices are workgroup-scope: the driver
 // spreads them over the subgroups and stages them itself. Per block of FA_BC positions:
 //   S = (scale·Q)·Kᵀ (fp16 operands, fp32 accumulation), masked to each row's causal length;
 //   M' = max(M, rowmax S), P = exp(S - M'), L = exp(M - M')·L + rowsum P,
@@ -28,6 +29,9 @@
 #endif
 #ifndef FA_BC
 #define FA_BC 64
+#endif
+#ifndef FA_MIN_RANGE
+#define FA_MIN_RANGE 256u
 #endif
 #ifndef FA_THREADS
 #define FA_THREADS 128
@@ -129,8 +133,21 @@ void main() {
     uint s = gl_WorkGroupID.z;
     uint pos0 = pos[0];
     uint span = pos0 + min(tw + BR / hp, p.M); // the workgroup's last real token's causal length
-    uint L = (span + p.nSplit - 1u) / p.nSplit;
+    // Ranges of at least FA_MIN_RANGE positions: a short span leaves the later ranges empty
+    // rather than every range a fraction of one block.
+    uint L = max((span + p.nSplit - 1u) / p.nSplit, FA_MIN_RANGE);
     uint start = min(span, s * L), end = min(span, start + L);
+    if (start >= end) { // uniform: an empty range's rows hold no position (attention_merge skips L = 0)
+        for (uint i = gl_LocalInvocationID.x; i < BR; i += FA_THREADS) {
+            uint t = tw + i / hp;
+            if (t < p.M) {
+                uint base = ((t * p.nHead + h0 + i % hp) * p.nSplit + s) * (HD + 2u);
+                part[base] = NEG_INF;
+                part[base + 1u] = 0.0;
+            }
+        }
+        return;
+    }
     uint diag = pos0 + tw + 1u;                // blocks ending past it need the causal mask
     uint kvStride = p.nKV * HD, kvOff = kvh * HD;
 

@@ -42,7 +42,9 @@ type Context struct {
 	cm2Stage         bool    // quantized prefill products stage their rows as fp16 for the cm2 F16 kernel (VKLLM_GPU_CM2_STAGE=1)
 	cm2F16           cm2Tile // the cm2 F16 kernel's tile (VKLLM_GPU_CM2_TILE, an A/B switch)
 	stageAhead       bool    // a prefill product runs beside the next fp16 staging (VKLLM_GPU_STAGE_AHEAD, an A/B switch; staging.go)
+	splitCap         int     // the most position ranges split attention takes (VKLLM_GPU_ATT_SPLITS, an A/B switch; 0: maxAttentionSplits)
 	ropeFold         bool    // the decode step's q/k/v products end as rope_kv does (VKLLM_GPU_ROPE_FOLD, an A/B switch)
+	attCM2MinSpan    int     // the span from which prefill attention takes cm2 (cm2AttentionMinSpan; tests lower it)
 	attCM2           bool    // prefill attention runs in one pass on cooperative matrix 2 where it can (VKLLM_GPU_ATT_CM2, an A/B switch)
 	attFP16          bool    // prefill attention's cooperative-matrix products take fp16 queries and weights once (VKLLM_GPU_ATT_FP16, an A/B switch)
 	cm2Reason        string  // why or why not, for the roster

@@ -244,6 +244,35 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 		return logits
 	}
 	direct, staged := eval(false, "matmul_cm2_q4_0"), eval(true, "dequant_f16_q4_0")
+	// Prefill attention takes the one-pass cm2 kernel over spans of cm2AttentionMinSpan
+	// positions and more (VKLLM_GPU_ATT_CM2), the two-pass KHR kernel over shorter ones.
+	if hd := loadShared(t, "rand-llama-q4_0").Hyper.HeadDim; c.attCM2 && (hd == 64 || hd == 128) {
+		name := fmt.Sprintf("attention_prefill_cm2_d%d", hd)
+		forgetKernels(c, name)
+		r, err := NewResident(c, loadShared(t, "rand-llama-q4_0"), ResidentOptions{Context: 2 * cm2AttentionMinSpan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if _, err := r.Eval(prompt, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, made := c.kernels[name]; made {
+			t.Fatalf("a %d-token prompt made %s", len(prompt), name)
+		}
+		long := make([]int, cm2AttentionMinSpan)
+		for i := range long {
+			long[i] = prompt[i%len(prompt)]
+		}
+		if _, err := r.Eval(long, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, made := c.kernels[name]; !made {
+			t.Fatalf("a %d-token prompt did not make %s", len(long), name)
+		}
+	} else {
+		t.Logf("no cm2 prefill attention to check here (VKLLM_GPU_ATT_CM2 %v, head size %d)", c.attCM2, hd)
+	}
 	// Staging ahead (each product beside the next staging) changes the order of the work, not
 	// the arithmetic: the same logits bit for bit as every staging in its own stage.
 	defer func(prev bool) { c.stageAhead = prev }(c.stageAhead)

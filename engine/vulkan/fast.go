@@ -39,8 +39,12 @@ func (c *Context) selectNumericTier() {
 	}
 	c.attFP16 = config.GPUAttFP16.Bool()
 	c.attCM2 = config.GPUAttCM2.Bool()
+	c.attCM2MinSpan = cm2AttentionMinSpan
 	c.stageAhead = config.GPUStageAhead.Bool()
 	c.ropeFold = config.GPURopeFold.Bool()
+	if n := config.GPUAttSplits.Int(); n > 0 {
+		c.splitCap = min(n, maxAttentionSplitsAB)
+	}
 	c.x8 = config.GPUX8.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	if !c.exact && c.x8 {
 		c.exactWhy = "fast tier: int8 decode products over activations rounded once per layer input (VKLLM_GPU_X8=0 for f32 ones), split attention, quantized prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
@@ -182,9 +186,18 @@ func attentionHeadsPerGroup(nHead, nKV, headDim int) int {
 	return 1
 }
 
-// maxAttentionSplits bounds the position ranges per (head, token); the resident plan sizes the
-// partials for m·splits <= window·16 (plan.ScratchSplits).
-const maxAttentionSplits = 64
+// maxAttentionSplits bounds the position ranges per (head, token) by default
+// (VKLLM_GPU_ATT_SPLITS sets it for A/B measurements, up to maxAttentionSplitsAB); the
+// resident plan sizes the partials for m·splits <= window·16 (plan.ScratchSplits).
+const maxAttentionSplits, maxAttentionSplitsAB = 64, 256
+
+// attentionSplitCap is the context's bound on the position ranges per (head, token).
+func (c *Context) attentionSplitCap() int {
+	if c.splitCap > 0 {
+		return c.splitCap
+	}
+	return maxAttentionSplits
+}
 
 // attentionSplits is the number of position ranges for m query tokens over a context of
 // ctxLen positions with `groups` head groups: enough workgroups to fill a GPU (about 1024;
@@ -197,7 +210,7 @@ func (c *Context) attentionSplits(m, groups, ctxLen int) int {
 		target = 16
 	}
 	n := (target + groups*m - 1) / (groups * m)
-	n = min(n, maxAttentionSplits, max(1, ctxLen/16))
+	n = min(n, c.attentionSplitCap(), max(1, ctxLen/16))
 	if m > 1 {
 		n = min(n, 16)
 		if c.gemm == gemmCoopmat {
@@ -217,20 +230,29 @@ func (c *Context) usesPrefillCoopmatAttention(m, headDim, hp int) bool {
 	return m > 1 && c.gemm == gemmCoopmat && headDim%16 == 0 && headDim <= 128 && 16%hp == 0
 }
 
+// cm2AttentionMinSpan is the causal span (a window's first position plus its rows) from
+// which prefill attention takes attention_prefill_cm2: one pass over K and V wins at depth
+// (H200, 8B Q4_K pp512 @ d4096 +44%), while over a short span its per-workgroup setup and
+// stores cost what the second pass saves (pp512 from position 0 measured no faster).
+const cm2AttentionMinSpan = 1024
+
 // usesPrefillCM2Attention reports whether the cooperative-matrix prefill attention over
-// headDim-wide heads runs as attention_prefill_cm2 (one pass on NV cooperative matrix 2 with
-// attention_prefill_cm's grid): a cm2 device, VKLLM_GPU_ATT_CM2, 64- or 128-wide heads.
-func (c *Context) usesPrefillCM2Attention(headDim int) bool {
-	return c.cm2Able && c.attCM2 && (headDim == 64 || headDim == 128)
+// headDim-wide heads of a window spanning span positions (0: unknown) runs as
+// attention_prefill_cm2 (one pass on NV cooperative matrix 2 with attention_prefill_cm's
+// grid): a cm2 device, VKLLM_GPU_ATT_CM2, 64- or 128-wide heads, a span of at least
+// c.attCM2MinSpan.
+func (c *Context) usesPrefillCM2Attention(headDim, span int) bool {
+	return c.cm2Able && c.attCM2 && (headDim == 64 || headDim == 128) && span > 0 && span >= c.attCM2MinSpan
 }
 
 // prefillAttentionKernel names the cooperative-matrix prefill attention kernel for
-// headDim-wide heads: attention_prefill_cm2_dNN where usesPrefillCM2Attention, else
+// headDim-wide heads over a span of positions: attention_prefill_cm2_dNN where
+// usesPrefillCM2Attention, else
 // attention_prefill_cm with Q and P split into fp16 high and low parts (f32-level errors),
 // or with VKLLM_GPU_ATT_FP16 rounded to fp16 once (attention_prefill_cm16, half the
 // products; within 3e-3).
-func (c *Context) prefillAttentionKernel(headDim int) string {
-	if c.usesPrefillCM2Attention(headDim) {
+func (c *Context) prefillAttentionKernel(headDim, span int) string {
+	if c.usesPrefillCM2Attention(headDim, span) {
 		return fmt.Sprintf("attention_prefill_cm2_d%d", headDim)
 	}
 	if c.attFP16 {
@@ -291,7 +313,7 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		return 0
 	}
 	if s.c.usesPrefillCoopmatAttention(m, headDim, hp) {
-		kc := s.kernel(s.c.prefillAttentionKernel(headDim), 5, 32)
+		kc := s.kernel(s.c.prefillAttentionKernel(headDim, s.span), 5, 32)
 		if kc == nil {
 			return 0
 		}

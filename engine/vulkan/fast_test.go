@@ -39,7 +39,8 @@ var tiers = []struct {
 func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
-	defer func(fp16, cm2 bool) { c.attFP16, c.attCM2 = fp16, cm2 }(c.attFP16, c.attCM2)
+	defer func(fp16, cm2 bool, span int) { c.attFP16, c.attCM2, c.attCM2MinSpan = fp16, cm2, span }(c.attFP16, c.attCM2, c.attCM2MinSpan)
+	c.attCM2MinSpan = 1 // every prefill case, short spans too
 	// Three rounds: attention_split and the f32-level attention_prefill_cm; the prefill kernels
 	// with fp16 queries and weights, attention_prefill_cm16 and (on NV cooperative matrix 2)
 	// the one-pass attention_prefill_cm2.
@@ -114,6 +115,7 @@ func testSplitAttention(t *testing.T, c *Context, fp16 bool) {
 			scale := 1 / math.Sqrt(float64(tc.headDim))
 			qd := tc.nHead * tc.headDim
 			run(t, c, func(s *Seq) {
+				s.span = tc.pos0 + tc.m
 				s.AttentionSplit(qb.All(), kb.All(), vb.All(), ob.All(), pb.All(), part.All(), tc.headDim, tc.nHead, tc.nKV, tc.m, qd, qd, tc.ctx, float32(scale))
 			})
 			got := readF32(t, ob, tc.m*qd)
@@ -128,7 +130,7 @@ func testSplitAttention(t *testing.T, c *Context, fp16 bool) {
 			}
 			kernel := "attention_split"
 			if cm {
-				kernel = c.prefillAttentionKernel(tc.headDim)
+				kernel = c.prefillAttentionKernel(tc.headDim, tc.pos0+tc.m)
 			}
 			t.Logf("%s: max rel err %.2g (splits %d)", kernel, worst, c.attentionSplits(tc.m, tc.nHead/hp, tc.ctx))
 		})

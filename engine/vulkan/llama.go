@@ -84,6 +84,7 @@ type Resident struct {
 	stageRec                      *[]stageStep        // where a dry recording collects the stagings
 	stageAt, stageReady           int                 // the current recording's next staging; the one recorded ahead (-1: none)
 	stageReadyBarrier             int                 // the Seq's barrier count when that one was recorded
+	windowEnd                     int                 // the last pass's first position plus its rows (setPositions)
 	moe                           moeScratch          // a mixture of experts' routing (nil buffers for a dense model)
 	dn                            deltaScratch        // the Gated-DeltaNet hybrids' (nil buffers for other models)
 	logits                        *Buffer             // host-visible: rows × vocab
@@ -775,6 +776,7 @@ func (r *Resident) setPositions(pos, n int) error {
 	if err := r.pos.WriteU32(0, []uint32{uint32(pos)}); err != nil {
 		return err
 	}
+	r.windowEnd = pos + n
 	if len(r.ropeTab) < n*r.ropeDims {
 		r.ropeTab = make([]float32, r.rows*r.ropeDims)
 	}
@@ -917,6 +919,7 @@ func (r *Resident) prefill(n int, all, last bool) ([]float32, error) {
 			return nil, err
 		}
 	}
+	s.span = r.windowEnd
 	r.beginStagingPass(r.plannedStagings(n))
 	r.record(s, n)
 	r.beginStagingPass(nil)

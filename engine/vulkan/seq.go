@@ -133,6 +133,7 @@ type Seq struct {
 	err      error
 
 	barriers int // barriers recorded so far
+	span     int // the causal span of the prefill window being recorded (first position + rows; 0: unknown)
 
 	queries  vk.QueryPool
 	nQueries uint32
