@@ -281,3 +281,31 @@ func TestPrefillCoopmatAttentionTakesPrefillTilesOnCoopmatDevices(t *testing.T) 
 		}
 	}
 }
+
+// The one-pass cm2 prefill attention serves where the device can run cm2, VKLLM_GPU_ATT_CM2
+// asks for it, the heads are 64 or 128 wide and the window spans cm2AttentionMinSpan positions
+// or more; the two-pass kernels everywhere else.
+func TestPrefillCM2AttentionServesLongSpansOnCM2Devices(t *testing.T) {
+	on := &Context{cm2Able: true, attCM2: true, attCM2MinSpan: cm2AttentionMinSpan}
+	off := &Context{cm2Able: true, attCM2: false, attCM2MinSpan: cm2AttentionMinSpan}
+	noCM2 := &Context{cm2Able: false, attCM2: true, attCM2MinSpan: cm2AttentionMinSpan}
+	for _, tc := range []struct {
+		name          string
+		c             *Context
+		headDim, span int
+		want          string
+	}{
+		{"deep window, head 128", on, 128, 4608, "attention_prefill_cm2_d128"},
+		{"at the floor, head 64", on, 64, cm2AttentionMinSpan, "attention_prefill_cm2_d64"},
+		{"below the floor", on, 128, cm2AttentionMinSpan - 1, "attention_prefill_cm16"},
+		{"span unknown", on, 128, 0, "attention_prefill_cm16"},
+		{"head 256", on, 256, 4608, "attention_prefill_cm16"},
+		{"switched off", off, 128, 4608, "attention_prefill_cm16"},
+		{"no cm2 on the device", noCM2, 128, 4608, "attention_prefill_cm16"},
+	} {
+		tc.c.attFP16 = true
+		if got := tc.c.prefillAttentionKernel(tc.headDim, tc.span); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
