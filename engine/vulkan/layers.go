@@ -104,11 +104,8 @@ func (r *Resident) foldsRopeKV(m int, variant qkVariant, qkv []projection) bool 
 func (r *Resident) projectQKVRoped(s *Seq, l *layerWeights, qkv []projection) {
 	h := r.h
 	k := h.Dim
-	qb, sb := uint64(x8QuantBytes(k)), uint64(x8ScaleBytes(k))
-	xq, xs := r.xq.Range(0, qb), r.xq.Range(qb, sb)
 	gb := l.attnNorm.buf.All()
-	s.QuantizeX8(r.x.All(), xq, xs, k, 1, X8Input{Norm: &gb, Eps: h.NormEps, Q8K: x8Q8K(qkv[0].w.typ)})
-	s.Barrier()
+	xq, xs := r.roundX8(s, r.x.All(), X8Input{Norm: &gb, Eps: h.NormEps}, k, qkv[0].w.typ)
 	for i, dst := range []*Buffer{r.q, l.kCache, l.vCache} {
 		p := qkv[i]
 		sl := p.w.slices[0]

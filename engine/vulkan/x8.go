@@ -216,6 +216,17 @@ func (r *Resident) takesX8(k, m int, ps []projection) bool {
 	return len(ps) > 0
 }
 
+// roundX8 records quantize_x8 of one token's k activations x (as in says) into r.xq for
+// products with weights of type t, then a barrier; it returns the rounded blocks and scales.
+func (r *Resident) roundX8(s *Seq, x Binding, in X8Input, k int, t quant.Type) (xq, xs Binding) {
+	qb, sb := uint64(x8QuantBytes(k)), uint64(x8ScaleBytes(k))
+	xq, xs = r.xq.Range(0, qb), r.xq.Range(qb, sb)
+	in.Q8K = x8Q8K(t)
+	s.QuantizeX8(x, xq, xs, k, 1, in)
+	s.Barrier()
+	return xq, xs
+}
+
 // projectX8 records the one-token products among ps whose weights take matvec_x8: x (as in
 // says) rounded once by quantize_x8 into r.xq, then each product. It reports which it
 // recorded.
@@ -238,10 +249,7 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 	if first < 0 {
 		return done
 	}
-	in.Q8K = x8Q8K(ps[first].w.typ)
-	xq, xs := r.xq.Range(0, qb), r.xq.Range(qb, sb)
-	s.QuantizeX8(x, xq, xs, k, 1, in)
-	s.Barrier()
+	xq, xs := r.roundX8(s, x, in, k, ps[first].w.typ)
 	for i, p := range ps {
 		if !done[i] {
 			continue
