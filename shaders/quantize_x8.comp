@@ -35,15 +35,37 @@ layout(std430, binding = 0) readonly buffer Pb { float ap[]; }; // F_MERGE: atte
 layout(push_constant) uniform P { uint K; uint flags; float eps; uint headDim; uint nHead; uint nSplit; } p;
 const uint F_NORM = 1u, F_SWIGLU = 2u, F_Q8K = 4u, F_MERGE = 8u;
 
-// merged returns the attention output's elements e..e+3 (one head: headDim is a multiple of 4)
-// of token t from the split partials, as attention_merge.comp computes them.
-vec4 merged(uint t, uint e) {
+// The merge (F_MERGE) sums each output element's ranges in MERGE_LANES interleaved lanes,
+// lane l taking ranges l, l + MERGE_LANES, ... in order, then adds the lanes in lane order
+// ((a0 + a1) + a2) + a3: a pass of the workgroup covers MERGE_VEC4 vec4s with all its
+// threads, so a 4096-wide token takes 16 workgroups, each thread 1/4 of the ranges (one thread
+// a vec4 over every range took 4 workgroups and was most of the attention output product's
+// time). attention_merge.comp sums in the same order, value for value.
+const uint MERGE_LANES = 4u, MERGE_VEC4 = 256u / MERGE_LANES; // a pass: whole Q8_K 256-blocks
+
+// mergedLane returns lane sl's sum for the attention output's elements e..e+3 (one head:
+// headDim is a multiple of 4) of token t, with the head's range maximum mx and ns nonempty
+// ranges, the weights computed in place (heads too many for the shared weights).
+vec4 mergedLane(uint t, uint e, uint sl, float mx, uint ns) {
     uint h = e / p.headDim, d = e % p.headDim;
     uint stride = p.headDim + 2u;
     uint base = (t * p.nHead + h) * p.nSplit * stride;
-    float mx = -1.0 / 0.0;
-    // attention_split fills the ranges in order: the first empty one (S = 0) ends the nonempty
-    uint ns = p.nSplit;
+    vec4 acc = vec4(0.0);
+    for (uint s = sl; s < ns; s += MERGE_LANES) {
+        uint b = base + s * stride;
+        float w = exp(ap[b] - mx);
+        acc += w * vec4(ap[b + 2u + d], ap[b + 3u + d], ap[b + 4u + d], ap[b + 5u + d]);
+    }
+    return acc;
+}
+
+// headRanges returns head h of token t's nonempty ranges, its maximum and 1/Σ_s w_s·S_s in
+// range order (attention_split fills the ranges in order: the first empty one ends them).
+void headRanges(uint t, uint h, out uint ns, out float mx, out float inv) {
+    uint stride = p.headDim + 2u;
+    uint base = (t * p.nHead + h) * p.nSplit * stride;
+    mx = -1.0 / 0.0;
+    ns = p.nSplit;
     for (uint s = 0u; s < p.nSplit; s++) {
         if (!(ap[base + s * stride + 1u] > 0.0)) {
             ns = s;
@@ -52,26 +74,22 @@ vec4 merged(uint t, uint e) {
         mx = max(mx, ap[base + s * stride]);
     }
     float tot = 0.0;
-    vec4 acc = vec4(0.0);
     for (uint s = 0u; s < ns; s++) {
         uint b = base + s * stride;
-        float w = exp(ap[b] - mx);
-        tot += w * ap[b + 1u];
-        acc += w * vec4(ap[b + 2u + d], ap[b + 3u + d], ap[b + 4u + d], ap[b + 5u + d]);
+        tot += exp(ap[b] - mx) * ap[b + 1u];
     }
-    float inv = tot > 0.0 ? 1.0 / tot : 0.0;
-    return acc * inv;
+    inv = tot > 0.0 ? 1.0 / tot : 0.0;
 }
 
-// F_MERGE through shared memory: a pass's heads' range weights are computed once by the
-// workgroup (mergeWeights) instead of by every thread serially; mergedShared then sums the
-// ranges' values with them. The arithmetic is merged's (and attention_merge.comp's), value for
-// value: w = exp(M_s - M*), tot summed in range order, o = (Σ_s w·acc_s)·(1/tot).
+// Through shared memory: a pass's heads' range weights are computed once by the workgroup
+// (mergeWeights) instead of by every thread serially; mergedLaneShared then sums a lane's
+// ranges with them. Same arithmetic: w = exp(M_s - M*), tot summed in range order.
 const uint MERGE_MAX = 2048u; // (heads in a pass) x ranges the shared weights hold
 shared float mW[MERGE_MAX];   // a range's maximum M, then its weight exp(M - M*)
 shared float mS[MERGE_MAX];   // a range's sum S
 shared uint hNs[64];          // a head's nonempty ranges
 shared float hMx[64], hInv[64];
+shared vec4 mLane[256];       // each thread's lane sum
 
 // mergeWeights fills mW, hNs and hInv for the nh heads from h0 of token t. Every thread calls it.
 void mergeWeights(uint t, uint h0, uint nh, uint tid) {
@@ -83,7 +101,7 @@ void mergeWeights(uint t, uint h0, uint nh, uint tid) {
         mS[j] = ap[b + 1u];
     }
     barrier();
-    if (tid < nh) { // attention_split fills the ranges in order: the first empty one ends them
+    if (tid < nh) {
         uint ns = p.nSplit;
         float mx = -1.0 / 0.0;
         for (uint s = 0u; s < p.nSplit; s++) {
@@ -110,18 +128,18 @@ void mergeWeights(uint t, uint h0, uint nh, uint tid) {
     barrier();
 }
 
-// mergedShared is merged through mergeWeights' results (h0 the pass's first head).
-vec4 mergedShared(uint t, uint e, uint h0) {
+// mergedLaneShared is mergedLane through mergeWeights' results (h0 the pass's first head).
+vec4 mergedLaneShared(uint t, uint e, uint sl, uint h0) {
     uint h = e / p.headDim, d = e % p.headDim, hh = h - h0;
     uint stride = p.headDim + 2u;
     uint base = (t * p.nHead + h) * p.nSplit * stride;
     vec4 acc = vec4(0.0);
     uint ns = hNs[hh];
-    for (uint s = 0u; s < ns; s++) {
+    for (uint s = sl; s < ns; s += MERGE_LANES) {
         uint b = base + s * stride;
         acc += mW[hh * p.nSplit + s] * vec4(ap[b + 2u + d], ap[b + 3u + d], ap[b + 4u + d], ap[b + 5u + d]);
     }
-    return acc * hInv[hh];
+    return acc;
 }
 
 #include "exact.glsl" // roundHalf, expExact, divExact
@@ -160,26 +178,43 @@ void main() {
         for (uint g = 0u; g < gl_NumSubgroups; g++) total += ssPart[g];
         scale = inversesqrt(total / float(p.K) + p.eps);
     }
-    uint first = norm ? 0u : gl_WorkGroupID.x * 256u;
-    uint step = norm ? 256u : gl_NumWorkGroups.x * 256u;
+    bool merge = (p.flags & F_MERGE) != 0u;
+    uint per = merge ? MERGE_VEC4 : 256u; // vec4s a pass
+    uint first = norm ? 0u : gl_WorkGroupID.x * per;
+    uint step = norm ? 256u : gl_NumWorkGroups.x * per;
     for (uint i0 = first; i0 < n4; i0 += step) { // uniform: every thread takes every pass
         uint i = i0 + tid; // this thread's vec4: word i % 8 of block i / 8
-        bool live = i < n4;
-        uint mh0 = 0u;
-        bool mshared = false;
-        if ((p.flags & F_MERGE) != 0u) { // uniform: the pass's heads, their weights shared
-            mh0 = 4u * i0 / p.headDim;
-            uint mnh = (min(4u * (i0 + 256u), p.K) - 1u) / p.headDim - mh0 + 1u;
-            mshared = mnh <= 64u && mnh * p.nSplit <= MERGE_MAX;
-            if (mshared) mergeWeights(row, mh0, mnh, tid);
-        }
+        bool live = i < n4 && tid < per;
         vec4 v = vec4(0.0);
-        if (live) {
-            if ((p.flags & F_MERGE) != 0u) {
-                v = mshared ? mergedShared(row, 4u * i, mh0) : merged(row, 4u * i);
-            } else {
-                v = x4[x0 + i];
+        if (merge) { // uniform: the pass's heads; thread tid sums lane tid / MERGE_VEC4
+            uint mh0 = 4u * i0 / p.headDim;
+            uint mnh = (min(4u * (i0 + per), p.K) - 1u) / p.headDim - mh0 + 1u;
+            bool mshared = mnh <= 64u && mnh * p.nSplit <= MERGE_MAX;
+            if (mshared) mergeWeights(row, mh0, mnh, tid);
+            uint ie = i0 + tid % MERGE_VEC4, sl = tid / MERGE_VEC4;
+            vec4 lane = vec4(0.0);
+            float inv = 0.0;
+            if (ie < n4) {
+                if (mshared) {
+                    lane = mergedLaneShared(row, 4u * ie, sl, mh0);
+                    inv = hInv[4u * ie / p.headDim - mh0];
+                } else {
+                    uint ns;
+                    float mx;
+                    headRanges(row, 4u * ie / p.headDim, ns, mx, inv);
+                    lane = mergedLane(row, 4u * ie, sl, mx, ns);
+                }
             }
+            mLane[tid] = lane;
+            barrier();
+            if (live) {
+                vec4 sum = mLane[tid];
+                [[unroll]] for (uint l = 1u; l < MERGE_LANES; l++) sum += mLane[l * MERGE_VEC4 + tid];
+                v = sum * inv;
+            }
+        }
+        if (live) {
+            if (!merge) v = x4[x0 + i];
             if (norm) v = v * scale * g4[i];
             if ((p.flags & F_SWIGLU) != 0u) {
                 vec4 b = u4[x0 + i];

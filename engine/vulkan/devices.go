@@ -46,18 +46,19 @@ type DeviceInfo struct {
 
 // Feature names used in DeviceInfo.Features.
 const (
-	FeatureFP16          = "fp16"
-	FeatureInt8Dot       = "int8dot"
-	FeatureStorage16     = "storage16"
-	FeatureStorage8      = "storage8"
-	FeatureCoopmatKHR    = "coopmat_khr"
-	FeatureCoopmat2NV    = "coopmat2_nv"
-	FeatureMemoryBudget  = "memory_budget"
-	FeatureSubgroupArith = "subgroup_arith"
+	FeatureFP16            = "fp16"
+	FeatureInt8Dot         = "int8dot"
+	FeatureStorage16       = "storage16"
+	FeatureStorage8        = "storage8"
+	FeatureCoopmatKHR      = "coopmat_khr"
+	FeatureCoopmat2NV      = "coopmat2_nv"
+	FeatureMemoryBudget    = "memory_budget"
+	FeatureSubgroupArith   = "subgroup_arith"
+	FeatureSubgroupShuffle = "subgroup_shuffle"
 )
 
 // FeatureNames lists the Features keys in display order.
-var FeatureNames = []string{FeatureStorage16, FeatureStorage8, FeatureFP16, FeatureInt8Dot, FeatureCoopmatKHR, FeatureCoopmat2NV, FeatureMemoryBudget, FeatureSubgroupArith}
+var FeatureNames = []string{FeatureStorage16, FeatureStorage8, FeatureFP16, FeatureInt8Dot, FeatureCoopmatKHR, FeatureCoopmat2NV, FeatureMemoryBudget, FeatureSubgroupArith, FeatureSubgroupShuffle}
 
 // Key returns a stable per-GPU key, "vvvv:dddd:<uuid>", for pins and stored facts.
 func (d DeviceInfo) Key() string {

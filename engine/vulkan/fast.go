@@ -38,6 +38,11 @@ func (c *Context) selectNumericTier() {
 		c.matvecUnits = 2
 	}
 	c.attFP16 = config.GPUAttFP16.Bool()
+	c.attFlash = config.GPUAttFlash.Bool() && c.Info.Features[FeatureSubgroupShuffle] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
+	c.flashMinRange = flashMinRange
+	if n := config.GPUAttMinRange.Int(); n > 0 {
+		c.flashMinRange = n
+	}
 	c.attCM2 = config.GPUAttCM2.Bool()
 	c.attCM2MinSpan = cm2AttentionMinSpan
 	c.stageAhead = config.GPUStageAhead.Bool()
@@ -261,6 +266,29 @@ func (c *Context) prefillAttentionKernel(headDim, span int) string {
 	return "attention_prefill_cm"
 }
 
+// flashMinRange is attention_flash's shortest position range: 64 positions, four a position
+// group, so a decode step early in a context fills a range or two instead of every one of its
+// splits (each a partial the merge reads).
+const flashMinRange = 64
+
+// flashAttentionKernel names the attention_flash variant for hp heads a workgroup (4 or 8 at
+// most) over headDim-wide heads (64, 128 or 256 at most: one, two or four 16-byte words per
+// lane): the smallest that holds them, so the lanes keep no more accumulators than they use;
+// "" for more than 4 heads over heads wider than 128 (no such variant: attention_split serves).
+func flashAttentionKernel(hp, headDim int) string {
+	heads, words := 4, (headDim+63)/64
+	if hp > 4 {
+		heads = 8
+	}
+	if words == 3 {
+		words = 4
+	}
+	if heads == 8 && words > 2 {
+		return ""
+	}
+	return fmt.Sprintf("attention_flash_h%d_k%d", heads, words)
+}
+
 // attentionPartialFloats is the f32 count of the partials buffer for up to rows query tokens.
 func (c *Context) attentionPartialFloats(rows, nHead, nKV, headDim, ctxLen int) int {
 	groups := nKV * (nHead / nKV) / attentionHeadsPerGroup(nHead, nKV, headDim)
@@ -322,6 +350,15 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		s.Dispatch(kc, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
 			uint32(groups), uint32((tiles+3)/4), uint32(splits), q, k, v, part, pos)
 	} else {
+		if name := flashAttentionKernel(hp, headDim); s.c.attFlash && name != "" {
+			kf := s.kernel(name, 5, 36)
+			if kf == nil {
+				return 0
+			}
+			s.Dispatch(kf, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp), uint32(s.c.flashMinRange)),
+				uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos)
+			return splits
+		}
 		s.Dispatch(ks, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
 			uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos)
 	}

@@ -39,15 +39,23 @@ var tiers = []struct {
 func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
-	defer func(fp16, cm2 bool, span int) { c.attFP16, c.attCM2, c.attCM2MinSpan = fp16, cm2, span }(c.attFP16, c.attCM2, c.attCM2MinSpan)
+	defer func(fp16, cm2, flash bool, span int) {
+		c.attFP16, c.attCM2, c.attFlash, c.attCM2MinSpan = fp16, cm2, flash, span
+	}(c.attFP16, c.attCM2, c.attFlash, c.attCM2MinSpan)
+	flashAble := c.attFlash
 	c.attCM2MinSpan = 1 // every prefill case, short spans too
-	// Three rounds: attention_split and the f32-level attention_prefill_cm; the prefill kernels
-	// with fp16 queries and weights, attention_prefill_cm16 and (on NV cooperative matrix 2)
-	// the one-pass attention_prefill_cm2.
+	// Four rounds: attention_split and the f32-level attention_prefill_cm; attention_flash
+	// (where the device has subgroup shuffles); the prefill kernels with fp16 queries and
+	// weights, attention_prefill_cm16 and (on NV cooperative matrix 2) the one-pass
+	// attention_prefill_cm2.
 	for _, round := range []struct {
-		fp16, cm2 bool
-		made      string
-	}{{false, false, ""}, {true, false, "attention_prefill_cm16"}, {true, true, "attention_prefill_cm2_d128"}} {
+		flash, fp16, cm2 bool
+		made             string
+	}{{false, false, false, ""}, {true, false, false, "attention_flash_h4_k2"}, {false, true, false, "attention_prefill_cm16"}, {false, true, true, "attention_prefill_cm2_d128"}} {
+		if round.flash && !flashAble {
+			t.Logf("%s: no subgroup shuffles (or VKLLM_GPU_ATT_FLASH=0), so no attention_flash to check", c.Info.Name)
+			continue
+		}
 		if round.fp16 && c.gemm != gemmCoopmat {
 			t.Logf("%s: no cooperative matrices, so no %s to check", c.Info.Name, round.made)
 			continue
@@ -56,26 +64,29 @@ func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 			t.Logf("%s: no NV cooperative matrix 2 (%s), so no attention_prefill_cm2 to check", c.Info.Name, c.cm2Reason)
 			continue
 		}
-		c.attFP16, c.attCM2 = round.fp16, round.cm2
+		c.attFP16, c.attCM2, c.attFlash = round.fp16, round.cm2, round.flash
 		if round.made != "" {
 			forgetKernels(c, round.made) // made below, or the switch is not wired
 		}
-		testSplitAttention(t, c, round.fp16)
+		testSplitAttention(t, c, round.fp16, round.flash)
 		if _, made := c.kernels[round.made]; round.made != "" && !made {
 			t.Fatalf("the prefill cases did not run %s", round.made)
 		}
 	}
 }
 
-func testSplitAttention(t *testing.T, c *Context, fp16 bool) {
+func testSplitAttention(t *testing.T, c *Context, fp16, flash bool) {
 	for _, tc := range []struct {
 		headDim, nHead, nKV, pos0, m, ctx int
 	}{
-		{64, 4, 4, 0, 1, 256},      // one position, one head per group
-		{64, 4, 2, 37, 1, 256},     // decode inside the first chunk
-		{128, 8, 2, 1000, 1, 1100}, // decode over many chunks and splits, 4 heads per group
-		{64, 8, 2, 130, 5, 512},    // prefill rows across a chunk boundary
-		{128, 4, 1, 0, 19, 64},     // prefill from position 0, a 4-head group, a short context
+		{64, 4, 4, 0, 1, 256},       // one position, one head per group
+		{64, 4, 2, 37, 1, 256},      // decode inside the first chunk
+		{128, 8, 2, 1000, 1, 1100},  // decode over many chunks and splits, 4 heads per group
+		{256, 8, 2, 500, 1, 512},    // 256-wide heads: four 16-byte words a lane
+		{80, 6, 2, 300, 1, 512},     // 3 heads a group, 10 words a row: lanes past the row idle
+		{128, 16, 2, 2000, 1, 2048}, // 8 heads a group
+		{64, 8, 2, 130, 5, 512},     // prefill rows across a chunk boundary
+		{128, 4, 1, 0, 19, 64},      // prefill from position 0, a 4-head group, a short context
 		// On cooperative-matrix devices prefill takes attention_prefill_cm's 16-row tiles:
 		{128, 32, 8, 300, 40, 512},   // an 8B model's layout: 4 tokens x 4 heads a tile, 10 tiles
 		{64, 16, 2, 0, 33, 64},       // 2 tokens x 8 heads a tile, the last tile half empty
@@ -85,14 +96,14 @@ func testSplitAttention(t *testing.T, c *Context, fp16 bool) {
 	} {
 		hp := attentionHeadsPerGroup(tc.nHead, tc.nKV, tc.headDim)
 		cm := c.usesPrefillCoopmatAttention(tc.m, tc.headDim, hp)
-		if fp16 && !cm {
-			continue // attention_split: checked in the first round
+		if (fp16 && !cm) || (flash && cm) {
+			continue // checked in the round of its kernel
 		}
 		tol := 2e-5
 		if fp16 {
 			tol = 3e-3
 		}
-		name := fmt.Sprintf("hd%d/heads%d-%d/pos%d/rows%d/fp16=%v", tc.headDim, tc.nHead, tc.nKV, tc.pos0, tc.m, fp16)
+		name := fmt.Sprintf("hd%d/heads%d-%d/pos%d/rows%d/fp16=%v/flash=%v", tc.headDim, tc.nHead, tc.nKV, tc.pos0, tc.m, fp16, flash)
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(tc.pos0*7 + tc.m)))
 			row := tc.nKV * tc.headDim
@@ -129,6 +140,9 @@ func testSplitAttention(t *testing.T, c *Context, fp16 bool) {
 				worst = math.Max(worst, e)
 			}
 			kernel := "attention_split"
+			if flash {
+				kernel = flashAttentionKernel(hp, tc.headDim)
+			}
 			if cm {
 				kernel = c.prefillAttentionKernel(tc.headDim, tc.pos0+tc.m)
 			}

@@ -277,6 +277,7 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 	if err := c.BeginUploads(); err != nil {
 		return nil, err
 	}
+	staged := time.Now()
 	uploading := true
 	defer func() {
 		if uploading {
@@ -377,10 +378,13 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		r.Bytes.KV += 2 * kvBytes
 	}
 	uploading = false
+	written := time.Now()
 	if err := c.EndUploads(); err != nil {
 		return nil, fmt.Errorf("upload weights: %w", err)
 	}
 	uploaded := time.Now()
+	slog.Debug("resident upload phases", "staging_ms", staged.Sub(started).Milliseconds(),
+		"write_ms", written.Sub(staged).Milliseconds(), "drain_ms", uploaded.Sub(written).Milliseconds())
 	if err := r.allocScratch(opts.Window); err != nil {
 		return nil, err
 	}

@@ -99,6 +99,7 @@ typedef struct {
 	uint8_t uuid[VK_UUID_SIZE];
 	uint32_t subgroupSize;
 	int subgroupArith;
+	int subgroupShuffle;
 	uint64_t maxAlloc;
 	uint32_t heapCount;
 	uint64_t heapSize[VK_MAX_MEMORY_HEAPS];
@@ -171,6 +172,7 @@ static VkResult vkl_query(VkInstance inst, VkPhysicalDevice pd, vkl_devinfo* out
 	getProps2(pd, &p2);
 	out->subgroupSize = subgroup.subgroupSize;
 	out->subgroupArith = (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) && (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+	out->subgroupShuffle = (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) && (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
 	out->maxAlloc = m3.maxMemoryAllocationSize;
 	memcpy(out->uuid, id.deviceUUID, VK_UUID_SIZE);
 	if (out->extDriverProps) {
@@ -452,14 +454,15 @@ func queryDevice(inst vk.Instance, pd vk.PhysicalDevice) (DeviceInfo, error) {
 		MaxAllocationSize:     uint64(ci.maxAlloc),
 		SubgroupSize:          int(ci.subgroupSize),
 		Features: map[string]bool{
-			FeatureStorage16:     ci.storage16 != 0,
-			FeatureStorage8:      ci.storage8 != 0,
-			FeatureFP16:          ci.fp16 != 0,
-			FeatureInt8Dot:       ci.int8dot != 0,
-			FeatureCoopmatKHR:    ci.coopmatKHR != 0,
-			FeatureCoopmat2NV:    ci.coopmat2NV != 0,
-			FeatureMemoryBudget:  ci.budget != 0,
-			FeatureSubgroupArith: ci.subgroupArith != 0,
+			FeatureStorage16:       ci.storage16 != 0,
+			FeatureStorage8:        ci.storage8 != 0,
+			FeatureFP16:            ci.fp16 != 0,
+			FeatureInt8Dot:         ci.int8dot != 0,
+			FeatureCoopmatKHR:      ci.coopmatKHR != 0,
+			FeatureCoopmat2NV:      ci.coopmat2NV != 0,
+			FeatureMemoryBudget:    ci.budget != 0,
+			FeatureSubgroupArith:   ci.subgroupArith != 0,
+			FeatureSubgroupShuffle: ci.subgroupShuffle != 0,
 		},
 	}
 	for h := 0; h < int(ci.heapCount); h++ {

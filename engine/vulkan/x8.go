@@ -121,6 +121,10 @@ func x8QuantBytes(k int) int { return (k/32 + 31) / 32 * 32 * 32 }
 // x8ScaleBytes is the size of quantize_x8's per-block (d, Σq) output for k activations.
 func x8ScaleBytes(k int) int { return k / 32 * 8 }
 
+// x8MergeVec4 is the vec4s a quantize_x8 workgroup merges and rounds a pass (MERGE_VEC4: its
+// 256 threads sum the attention ranges in 4 lanes).
+const x8MergeVec4 = 64
+
 // X8Input is what QuantizeX8 rounds: x itself, RMSNorm(x)·Norm (Eps its epsilon), or
 // silu(x)·Up.
 type X8Input struct {
@@ -183,6 +187,7 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 	}
 	if in.Merge {
 		flags |= 8
+		groups = uint32((k/4 + x8MergeVec4 - 1) / x8MergeVec4)
 	}
 	s.Dispatch(kern, Push(uint32(k), flags, in.Eps, uint32(in.HeadDim), uint32(in.Heads), uint32(in.Splits)), groups, uint32(m), 1, x, xq, xs, up, g)
 }

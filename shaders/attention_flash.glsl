@@ -1,0 +1,232 @@
+// attention_flash: the fast tier's causal attention over the f16 KV cache, split over
+// positions like attention_split (the same grid and partials, so attention_merge and
+// quantize_x8's merge read either; one push constant more, minRange), with each position
+// handled by eight lanes at once.
+//
+// Query token t sits at position pos[0]+t and attends to cache rows 0..pos[0]+t; those
+// n = pos[0]+t+1 positions are cut into ranges of max(ceil(n/nSplit), minRange), the nonempty
+// ones first (early in a context most of the nSplit ranges are empty, and the merge stops at
+// the first of them). One workgroup (x: head group, y: token, z: range) takes one range for
+// the hp query heads that share one KV head. Its 128 threads form 16 position groups of 8
+// lanes (lanes of one subgroup); group g takes positions start+g, start+g+16, ..., UNROLL a
+// step, loaded before any is used: each lane reads KPL 16-byte words of the K row and of the
+// V row (8 halves each, word c = lane + 8k), the 8 lanes sum the hp scores with subgroup
+// shuffles, and the group keeps its own running maximum M, sum S = Σ exp(score - M) and
+// unnormalized output Σ exp(score - M)·v in registers: no barrier inside the loop over
+// positions, every K and V byte read once by 16-byte loads of neighbouring lanes. The groups
+// then combine (shuffles within a subgroup, shared memory across subgroups, rescaled to the
+// workgroup's maximum) and write per head M, S and the output as attention_split does. Plain
+// f32 scores, exponentials and sums.
+//
+// Variants: MAXHP (most heads a workgroup takes: 4 or 8) and KPL (16-byte words per lane and
+// row: headDim <= 64·KPL). headDim is a multiple of 8, at most 256; hp·headDim <= 1024; the
+// subgroup size is 8..128 (whole 8-lane groups, at most 16 subgroups).
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : enable
+layout(local_size_x = 128) in;
+layout(std430, binding = 0) readonly buffer Qb { float q[]; };
+layout(std430, binding = 1) readonly buffer Kb { uvec4 kc4[]; };
+layout(std430, binding = 2) readonly buffer Vb { uvec4 vc4[]; };
+layout(std430, binding = 3) writeonly buffer Tb { float part[]; };
+layout(std430, binding = 4) readonly buffer Pb { uint pos[]; };
+layout(push_constant) uniform P {
+    uint headDim; uint nHead; uint nKV; uint M; uint qStride; float scale; uint nSplit; uint hp;
+    uint minRange; // the shortest range: a short context fills fewer ranges, and the merge reads fewer
+} p;
+
+const uint LANES = 8u;            // lanes per position
+const uint UNROLL = 1u;           // positions a group takes a step (2: H200 8B attention at 4096 positions 639 -> 931 µs a token)
+const uint GROUPS = 128u / LANES; // position groups per workgroup
+const uint ACC = MAXHP * KPL * 2u; // vec4 accumulators per lane
+const float NEG_INF = -1.0 / 0.0;
+
+shared float qs[1024];            // the hp queries, head-major
+shared float redM[16u * MAXHP];   // per subgroup and head: the subgroup's maximum
+shared float redS[16u * MAXHP];   // ... and its sum
+shared float redA[4096];          // per subgroup: a round of heads' outputs
+
+// rescale is exp(m - mAll), 0 for an empty part (m = -inf).
+float rescale(float m, float mAll) {
+    return m == NEG_INF ? 0.0 : exp(m - mAll);
+}
+
+void main() {
+    uint tid = gl_LocalInvocationID.x;
+    uint sgLane = gl_SubgroupInvocationID;
+    uint lane = sgLane % LANES;
+    uint grp = gl_SubgroupID * (gl_SubgroupSize / LANES) + sgLane / LANES;
+    uint group = p.nHead / p.nKV;
+    uint perKV = group / p.hp;
+    uint kvh = gl_WorkGroupID.x / perKV;
+    uint h0 = kvh * group + (gl_WorkGroupID.x % perKV) * p.hp;
+    uint t = gl_WorkGroupID.y, s = gl_WorkGroupID.z;
+    uint hp = p.hp, hd = p.headDim, hd8 = hd / 8u;
+    uint n = pos[0] + t + 1u;
+    uint L = max((n + p.nSplit - 1u) / p.nSplit, p.minRange);
+    uint start = min(n, s * L), end = min(n, start + L);
+    uint stride = hd + 2u;
+    if (start == end) { // an empty range (uniform over the workgroup): M = -inf, S = 0
+        if (tid < hp) {
+            uint base = ((t * p.nHead + h0 + tid) * p.nSplit + s) * stride;
+            part[base] = NEG_INF;
+            part[base + 1u] = 0.0;
+        }
+        return;
+    }
+
+    for (uint i = tid; i < hp * hd; i += 128u) {
+        uint hh = i / hd, d = i % hd;
+        qs[i] = q[t * p.qStride + (h0 + hh) * hd + d];
+    }
+    barrier();
+
+    float Mx[MAXHP], S[MAXHP];
+    vec4 acc[ACC]; // [head][word][half]
+    [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) { Mx[hh] = NEG_INF; S[hh] = 0.0; }
+    [[unroll]] for (uint a = 0u; a < ACC; a++) acc[a] = vec4(0.0);
+
+    uint row8 = p.nKV * hd8;   // 16-byte words per cache row
+    uint head8 = kvh * hd8;    // this KV head's first word in a row
+    uint steps = (end - start + UNROLL * GROUPS - 1u) / (UNROLL * GROUPS);
+    for (uint i = 0u; i < steps; i++) { // uniform trip count: shuffles see every lane
+        // UNROLL positions a group per step, their K and V words loaded before any is used
+        bool valid[UNROLL];
+        uvec4 kw[UNROLL * KPL], vw[UNROLL * KPL];
+        [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
+            uint j = start + (i * UNROLL + u) * GROUPS + grp;
+            valid[u] = j < end;
+            [[unroll]] for (uint k = 0u; k < KPL; k++) {
+                uint c = lane + LANES * k;
+                bool has = valid[u] && c < hd8;
+                kw[u * KPL + k] = has ? kc4[j * row8 + head8 + c] : uvec4(0u);
+                vw[u * KPL + k] = has ? vc4[j * row8 + head8 + c] : uvec4(0u);
+            }
+        }
+        float sv[UNROLL * MAXHP];
+        [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
+            [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
+                float d = 0.0;
+                if (hh < hp) {
+                    [[unroll]] for (uint k = 0u; k < KPL; k++) {
+                        uint c = lane + LANES * k;
+                        if (c < hd8) {
+                            uint qo = hh * hd + 8u * c;
+                            uvec4 w = kw[u * KPL + k];
+                            vec4 ka = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+                            vec4 kb = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+                            d += dot(ka, vec4(qs[qo], qs[qo + 1u], qs[qo + 2u], qs[qo + 3u])) +
+                                 dot(kb, vec4(qs[qo + 4u], qs[qo + 5u], qs[qo + 6u], qs[qo + 7u]));
+                        }
+                    }
+                }
+                sv[u * MAXHP + hh] = d;
+            }
+        }
+        [[unroll]] for (uint off = 1u; off < LANES; off <<= 1u) {
+            [[unroll]] for (uint x = 0u; x < UNROLL * MAXHP; x++) {
+                if (x % MAXHP < hp) sv[x] += subgroupShuffleXor(sv[x], off);
+            }
+        }
+        [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
+            if (hh < hp) {
+                float sc[UNROLL];
+                float mNew = Mx[hh];
+                [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
+                    sc[u] = valid[u] ? sv[u * MAXHP + hh] * p.scale : NEG_INF;
+                    mNew = max(mNew, sc[u]);
+                }
+                float f = rescale(Mx[hh], mNew);
+                float w[UNROLL];
+                S[hh] *= f;
+                [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
+                    w[u] = valid[u] ? exp(sc[u] - mNew) : 0.0;
+                    S[hh] += w[u];
+                }
+                Mx[hh] = mNew;
+                [[unroll]] for (uint k = 0u; k < KPL; k++) {
+                    uint a = (hh * KPL + k) * 2u;
+                    vec4 lo = acc[a] * f, hi = acc[a + 1u] * f;
+                    [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
+                        uvec4 v = vw[u * KPL + k];
+                        lo += w[u] * vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
+                        hi += w[u] * vec4(unpackHalf2x16(v.z), unpackHalf2x16(v.w));
+                    }
+                    acc[a] = lo;
+                    acc[a + 1u] = hi;
+                }
+            }
+        }
+    }
+
+    // combine the position groups of a subgroup (lanes 8 apart hold the same words)
+    for (uint off = LANES; off < gl_SubgroupSize; off <<= 1u) {
+        [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
+            if (hh < hp) {
+                float mo = subgroupShuffleXor(Mx[hh], off);
+                float so = subgroupShuffleXor(S[hh], off);
+                float mAll = max(Mx[hh], mo);
+                float fa = rescale(Mx[hh], mAll), fb = rescale(mo, mAll);
+                S[hh] = S[hh] * fa + so * fb;
+                Mx[hh] = mAll;
+                [[unroll]] for (uint a = hh * KPL * 2u; a < (hh + 1u) * KPL * 2u; a++) {
+                    vec4 ao = subgroupShuffleXor(acc[a], off);
+                    acc[a] = acc[a] * fa + ao * fb;
+                }
+            }
+        }
+    }
+    // then the subgroups, rescaled to the workgroup's maximum
+    uint sg = gl_SubgroupID, nsg = gl_NumSubgroups;
+    if (sgLane == 0u) {
+        [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
+            if (hh < hp) { redM[sg * MAXHP + hh] = Mx[hh]; redS[sg * MAXHP + hh] = S[hh]; }
+        }
+    }
+    barrier();
+    float own[MAXHP]; // this subgroup's rescale to the workgroup maximum, per head
+    [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
+        own[hh] = 0.0;
+        if (hh < hp) {
+            float mAll = NEG_INF;
+            for (uint g = 0u; g < nsg; g++) mAll = max(mAll, redM[g * MAXHP + hh]);
+            own[hh] = rescale(Mx[hh], mAll);
+            if (tid == hh) {
+                float sum = 0.0;
+                for (uint g = 0u; g < nsg; g++) sum += redS[g * MAXHP + hh] * rescale(redM[g * MAXHP + hh], mAll);
+                uint base = ((t * p.nHead + h0 + hh) * p.nSplit + s) * stride;
+                part[base] = mAll;
+                part[base + 1u] = sum;
+            }
+        }
+    }
+    uint hpr = min(hp, max(1u, 4096u / (nsg * hd))); // heads per round of redA
+    for (uint r0 = 0u; r0 < hp; r0 += hpr) {
+        if (sgLane < LANES) {
+            [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
+                if (hh >= r0 && hh < min(r0 + hpr, hp)) {
+                    [[unroll]] for (uint k = 0u; k < KPL; k++) {
+                        uint c = lane + LANES * k;
+                        if (c < hd8) {
+                            uint a = (hh * KPL + k) * 2u;
+                            uint o = (sg * hpr + hh - r0) * hd + 8u * c;
+                            vec4 x = acc[a] * own[hh], y = acc[a + 1u] * own[hh];
+                            redA[o] = x.x; redA[o + 1u] = x.y; redA[o + 2u] = x.z; redA[o + 3u] = x.w;
+                            redA[o + 4u] = y.x; redA[o + 5u] = y.y; redA[o + 6u] = y.z; redA[o + 7u] = y.w;
+                        }
+                    }
+                }
+            }
+        }
+        barrier();
+        uint heads = min(hpr, hp - r0);
+        for (uint i = tid; i < heads * hd; i += 128u) {
+            uint hr = i / hd, d = i % hd;
+            float sum = 0.0;
+            for (uint g = 0u; g < nsg; g++) sum += redA[(g * hpr + hr) * hd + d];
+            uint base = ((t * p.nHead + h0 + r0 + hr) * p.nSplit + s) * stride;
+            part[base + 2u + d] = sum;
+        }
+        barrier(); // redA is rewritten by the next round
+    }
+}

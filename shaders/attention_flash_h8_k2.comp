@@ -1,0 +1,5 @@
+#version 450
+// attention_flash for up to 8 heads a workgroup and heads of up to 128 dimensions.
+#define MAXHP 8u
+#define KPL 2u
+#include "attention_flash.glsl"
