@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,6 +152,9 @@ func build(ctx context.Context, f *gguf.File, opts LoadOptions) (*Engine, error)
 		gpuMu.Unlock()
 		if prepare != nil {
 			go prepare()
+			// The upload copies every tensor out of the mapping: fault its pages in on other
+			// cores while the GPU's instance and device are being created.
+			f.Prefault(min(8, max(1, runtime.NumCPU()-1)))
 		}
 	}
 	started := time.Now()

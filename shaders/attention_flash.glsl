@@ -8,9 +8,8 @@
 // ones first (early in a context most of the nSplit ranges are empty, and the merge stops at
 // the first of them). One workgroup (x: head group, y: token, z: range) takes one range for
 // the hp query heads that share one KV head. Its 128 threads form 16 position groups of 8
-// lanes (lanes of one subgroup); group g takes positions start+g, start+g+16, ..., UNROLL a
-// step, loaded before any is used: each lane reads KPL 16-byte words of the K row and of the
-// V row (8 halves each, word c = lane + 8k), the 8 lanes sum the hp scores with subgroup
+// lanes (lanes of one subgroup); group g takes positions start+g, start+g+16, ...: each lane
+// reads KPL 16-byte words of the K row and of the V row (8 halves each, word c = lane + 8k), the 8 lanes sum the hp scores with subgroup
 // shuffles, and the group keeps its own running maximum M, sum S = Σ exp(score - M) and
 // unnormalized output Σ exp(score - M)·v in registers: no barrier inside the loop over
 // positions, every K and V byte read once by 16-byte loads of neighbouring lanes. The groups
@@ -36,7 +35,6 @@ layout(push_constant) uniform P {
 } p;
 
 const uint LANES = 8u;            // lanes per position
-const uint UNROLL = 1u;           // positions a group takes a step (2: H200 8B attention at 4096 positions 639 -> 931 µs a token)
 const uint GROUPS = 128u / LANES; // position groups per workgroup
 const uint ACC = MAXHP * KPL * 2u; // vec4 accumulators per lane
 const float NEG_INF = -1.0 / 0.0;
@@ -88,72 +86,55 @@ void main() {
 
     uint row8 = p.nKV * hd8;   // 16-byte words per cache row
     uint head8 = kvh * hd8;    // this KV head's first word in a row
-    uint steps = (end - start + UNROLL * GROUPS - 1u) / (UNROLL * GROUPS);
+    uint steps = (end - start + GROUPS - 1u) / GROUPS;
     for (uint i = 0u; i < steps; i++) { // uniform trip count: shuffles see every lane
-        // UNROLL positions a group per step, their K and V words loaded before any is used
-        bool valid[UNROLL];
-        uvec4 kw[UNROLL * KPL], vw[UNROLL * KPL];
-        [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
-            uint j = start + (i * UNROLL + u) * GROUPS + grp;
-            valid[u] = j < end;
-            [[unroll]] for (uint k = 0u; k < KPL; k++) {
-                uint c = lane + LANES * k;
-                bool has = valid[u] && c < hd8;
-                kw[u * KPL + k] = has ? kc4[j * row8 + head8 + c] : uvec4(0u);
-                vw[u * KPL + k] = has ? vc4[j * row8 + head8 + c] : uvec4(0u);
-            }
+        uint j = start + i * GROUPS + grp;
+        bool valid = j < end;
+        uvec4 kw[KPL], vw[KPL];
+        [[unroll]] for (uint k = 0u; k < KPL; k++) {
+            uint c = lane + LANES * k;
+            bool has = valid && c < hd8;
+            kw[k] = has ? kc4[j * row8 + head8 + c] : uvec4(0u);
+            vw[k] = has ? vc4[j * row8 + head8 + c] : uvec4(0u);
         }
-        float sv[UNROLL * MAXHP];
-        [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
-            [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
-                float d = 0.0;
-                if (hh < hp) {
-                    [[unroll]] for (uint k = 0u; k < KPL; k++) {
-                        uint c = lane + LANES * k;
-                        if (c < hd8) {
-                            uint qo = hh * hd + 8u * c;
-                            uvec4 w = kw[u * KPL + k];
-                            vec4 ka = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
-                            vec4 kb = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
-                            d += dot(ka, vec4(qs[qo], qs[qo + 1u], qs[qo + 2u], qs[qo + 3u])) +
-                                 dot(kb, vec4(qs[qo + 4u], qs[qo + 5u], qs[qo + 6u], qs[qo + 7u]));
-                        }
+        float sv[MAXHP];
+        [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
+            sv[hh] = 0.0;
+            if (hh < hp) {
+                [[unroll]] for (uint k = 0u; k < KPL; k++) {
+                    uint c = lane + LANES * k;
+                    if (c < hd8) {
+                        uint qo = hh * hd + 8u * c;
+                        vec4 ka = vec4(unpackHalf2x16(kw[k].x), unpackHalf2x16(kw[k].y));
+                        vec4 kb = vec4(unpackHalf2x16(kw[k].z), unpackHalf2x16(kw[k].w));
+                        sv[hh] += dot(ka, vec4(qs[qo], qs[qo + 1u], qs[qo + 2u], qs[qo + 3u])) +
+                                  dot(kb, vec4(qs[qo + 4u], qs[qo + 5u], qs[qo + 6u], qs[qo + 7u]));
                     }
                 }
-                sv[u * MAXHP + hh] = d;
             }
         }
         [[unroll]] for (uint off = 1u; off < LANES; off <<= 1u) {
-            [[unroll]] for (uint x = 0u; x < UNROLL * MAXHP; x++) {
-                if (x % MAXHP < hp) sv[x] += subgroupShuffleXor(sv[x], off);
+            [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
+                if (hh < hp) sv[hh] += subgroupShuffleXor(sv[hh], off);
             }
         }
+        vec4 va[KPL], vb[KPL]; // the V words unpacked once for every head
+        [[unroll]] for (uint k = 0u; k < KPL; k++) {
+            va[k] = vec4(unpackHalf2x16(vw[k].x), unpackHalf2x16(vw[k].y));
+            vb[k] = vec4(unpackHalf2x16(vw[k].z), unpackHalf2x16(vw[k].w));
+        }
         [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {
-            if (hh < hp) {
-                float sc[UNROLL];
-                float mNew = Mx[hh];
-                [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
-                    sc[u] = valid[u] ? sv[u * MAXHP + hh] * p.scale : NEG_INF;
-                    mNew = max(mNew, sc[u]);
-                }
+            if (hh < hp && valid) {
+                float sc = sv[hh] * p.scale;
+                float mNew = max(Mx[hh], sc);
                 float f = rescale(Mx[hh], mNew);
-                float w[UNROLL];
-                S[hh] *= f;
-                [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
-                    w[u] = valid[u] ? exp(sc[u] - mNew) : 0.0;
-                    S[hh] += w[u];
-                }
+                float w = exp(sc - mNew);
+                S[hh] = S[hh] * f + w;
                 Mx[hh] = mNew;
                 [[unroll]] for (uint k = 0u; k < KPL; k++) {
                     uint a = (hh * KPL + k) * 2u;
-                    vec4 lo = acc[a] * f, hi = acc[a + 1u] * f;
-                    [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
-                        uvec4 v = vw[u * KPL + k];
-                        lo += w[u] * vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
-                        hi += w[u] * vec4(unpackHalf2x16(v.z), unpackHalf2x16(v.w));
-                    }
-                    acc[a] = lo;
-                    acc[a + 1u] = hi;
+                    acc[a] = acc[a] * f + w * va[k];
+                    acc[a + 1u] = acc[a + 1u] * f + w * vb[k];
                 }
             }
         }

@@ -47,6 +47,8 @@ type File struct {
 	kvIndex     map[string]int
 	tensorIndex map[string]int
 	unmap       []func() error
+	mapped      [][]byte    // each mapped part's tensor data (Prefault)
+	prefault    *prefaulter // a Prefault run, stopped by Close
 }
 
 // KeyValue is one metadata entry.
@@ -154,7 +156,8 @@ func open(path string, headerOnly bool) (*File, error) {
 			return nil, fmt.Errorf("open part %d of %d of %s: %w", k, count, path, err)
 		}
 		f.unmap = append(f.unmap, part.unmap...)
-		part.unmap = nil
+		f.mapped = append(f.mapped, part.mapped...)
+		part.unmap, part.mapped = nil, nil
 		if v, ok := part.Get(KeySplitCount); !ok || !sameUint(v, uint64(count)) {
 			f.Close()
 			return nil, &FormatError{File: p, Offset: -1, Msg: fmt.Sprintf("%s is %v, expected %d like the first part", KeySplitCount, v, count)}
@@ -255,6 +258,9 @@ func openOne(path string, split int, headerOnly bool) (*File, error) {
 	f.Size = int64(len(data))
 	f.Parts = []string{path}
 	f.unmap = []func() error{unmap}
+	if !headerOnly && f.DataOffset < int64(len(data)) {
+		f.mapped = [][]byte{data[f.DataOffset:]}
+	}
 	return f, nil
 }
 
@@ -331,13 +337,14 @@ func OpenBytes(name string, data []byte) (*File, error) {
 // Close unmaps the file (every part). Tensor Data must not be used afterwards. Close is safe to
 // call more than once.
 func (f *File) Close() error {
+	f.stopPrefault()
 	var errs []error
 	for _, u := range f.unmap {
 		if err := u(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	f.unmap = nil
+	f.unmap, f.mapped = nil, nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close gguf %s: %w", f.Path, err)
 	}

@@ -16,7 +16,7 @@ import (
 // waiting, and the CPU fills the other half while the GPU copies the first.
 
 // uploadHalfBytes is the size of each staging half (a variable for tests).
-var uploadHalfBytes uint64 = 32 << 20
+var uploadHalfBytes uint64 = 16 << 20
 
 type uploadBatch struct {
 	halves  [2]*Buffer
