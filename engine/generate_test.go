@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vkllm/vkllm/engine/embedded"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -421,5 +423,29 @@ func TestLoadStartsTheGPUPreparation(t *testing.T) {
 		if got != tc.want {
 			t.Fatalf("backend %q: preparation started %v, want %v", tc.backend, got, tc.want)
 		}
+	}
+}
+
+// A model file loaded for the GPU has its mapped pages faulted in while the GPU is prepared
+// (gguf.File.Prefault): the backend sees a file whose prefault has started.
+func TestLoadPrefaultsTheFileForTheGPU(t *testing.T) {
+	t.Cleanup(func() { RegisterGPUBackend("", nil); RegisterGPUPrepare(nil) })
+	RegisterGPUPrepare(func() {})
+	var prefaulted []bool
+	RegisterGPUBackend("fake", func(ctx context.Context, f *gguf.File, m *model.Model, opts LoadOptions) (GPURunner, error) {
+		prefaulted = append(prefaulted, f.Prefaulted())
+		return GPURunner{}, fmt.Errorf("%w: no room", ErrGPUDeclined)
+	})
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(path, embedded.ModelGGUF, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(context.Background(), LoadOptions{Path: path, Backend: BackendAuto, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if len(prefaulted) != 1 || !prefaulted[0] {
+		t.Fatalf("the GPU backend saw prefault runs %v, want one started", prefaulted)
 	}
 }

@@ -83,3 +83,6 @@ func touch(b []byte) {
 	}
 	touchSink.Add(uint32(sum))
 }
+
+// Prefaulted reports whether a Prefault run was started on f (it may have ended since).
+func (f *File) Prefaulted() bool { return f.prefault != nil }

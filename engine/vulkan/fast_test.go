@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/quant"
+	"github.com/vkllm/vkllm/shaders"
 )
 
 // withTier runs the rest of the test on the exact or the fast tier of the shared context,
@@ -320,6 +321,80 @@ func TestPrefillCM2AttentionServesLongSpansOnCM2Devices(t *testing.T) {
 		tc.c.attFP16 = true
 		if got := tc.c.prefillAttentionKernel(tc.headDim, tc.span); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// attention_flash cuts a context into ranges of at least c.flashMinRange positions, so a
+// decode step early in a context fills only the ranges it needs and the merge reads only
+// those: 38 positions fill one range, 130 fill three; a context longer than splits x 64 fills
+// every range. Checked on the partials' sums (an empty range has S = 0).
+func TestFlashAttentionFillsRangesOfAtLeastTheShortest(t *testing.T) {
+	c := ctxOrSkip(t)
+	withTier(t, c, false)
+	if !c.attFlash {
+		t.Skipf("%s: no subgroup shuffles (or VKLLM_GPU_ATT_FLASH=0), so no attention_flash", c.Info.Name)
+	}
+	const headDim, nHead, nKV = 64, 8, 2
+	for _, tc := range []struct{ pos0, ctx int }{{37, 1024}, {129, 1024}, {2000, 2048}} {
+		t.Run(fmt.Sprintf("pos%d", tc.pos0), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(tc.pos0)))
+			n := tc.pos0 + 1
+			row := nKV * headDim
+			kc, vc := make([]uint32, tc.ctx*row/2), make([]uint32, tc.ctx*row/2)
+			for i := 0; i < n*row/2; i++ {
+				kc[i] = packF16Pair(float32(rng.NormFloat64()), float32(rng.NormFloat64()))
+				vc[i] = packF16Pair(float32(rng.NormFloat64()), float32(rng.NormFloat64()))
+			}
+			kb, vb := uploadU32(t, c, kc), uploadU32(t, c, vc)
+			qb, pb := upload(t, c, randVec(rng, nHead*headDim, 1)), uploadU32(t, c, []uint32{uint32(tc.pos0)})
+			part := zeros(t, c, c.attentionPartialFloats(1, nHead, nKV, headDim, tc.ctx))
+			var splits int
+			run(t, c, func(s *Seq) {
+				splits = s.AttentionSplitRanges(qb.All(), kb.All(), vb.All(), pb.All(), part.All(), headDim, nHead, nKV, 1, nHead*headDim, tc.ctx, 0.125)
+			})
+			got := readF32(t, part, splits*nHead*(headDim+2))
+			rangeLen := max((n+splits-1)/splits, c.flashMinRange)
+			want := (n + rangeLen - 1) / rangeLen
+			for h := range nHead {
+				filled := 0
+				for s := range splits {
+					if got[(h*splits+s)*(headDim+2)+1] > 0 {
+						filled++
+					}
+				}
+				if filled != want {
+					t.Fatalf("head %d: %d of %d ranges filled over %d positions, want %d (ranges of at least %d)", h, filled, splits, n, want, c.flashMinRange)
+				}
+			}
+			t.Logf("%d positions: %d of %d ranges filled", n, want, splits)
+		})
+	}
+}
+
+// The attention_flash variant holds the workgroup's heads and a row's 16-byte words per lane,
+// no more; more than four heads of more than 128 dimensions have none (attention_split
+// serves), and every name given is an embedded kernel.
+func TestFlashAttentionKernelNames(t *testing.T) {
+	for _, tc := range []struct {
+		hp, headDim int
+		want        string
+	}{
+		{1, 64, "attention_flash_h4_k1"}, {4, 64, "attention_flash_h4_k1"}, {4, 128, "attention_flash_h4_k2"},
+		{3, 80, "attention_flash_h4_k2"}, {4, 256, "attention_flash_h4_k4"}, {2, 192, "attention_flash_h4_k4"},
+		{8, 64, "attention_flash_h8_k1"}, {8, 128, "attention_flash_h8_k2"}, {5, 120, "attention_flash_h8_k2"},
+		{5, 160, ""}, {6, 192, ""},
+	} {
+		got := flashAttentionKernel(tc.hp, tc.headDim)
+		if got != tc.want {
+			t.Errorf("%d heads of %d: %q, want %q", tc.hp, tc.headDim, got, tc.want)
+			continue
+		}
+		if got == "" {
+			continue
+		}
+		if _, err := shaders.SPIRV(got); err != nil {
+			t.Errorf("%d heads of %d: %v", tc.hp, tc.headDim, err)
 		}
 	}
 }
