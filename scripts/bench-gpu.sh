@@ -7,7 +7,8 @@
 #  1. builds bin/vkllm when it is missing (with Go; where there is none, build it with `make cli`
 #     and bring bin/vkllm along),
 #  2. writes the models with `vkllm synth`: 1B Q4_0 (llama-3.2-1B shape), 8B Q4_0 and 8B Q4_K
-#     (llama-3-8B shape), and prints their sizes,
+#     (llama-3-8B shape), and prints their sizes; the shared trained stories260K joins them
+#     where ../shared/models (or shared/models in the checkout) holds it,
 #  3. runs `vkllm bench --gpu -p 512 -n 128 -r 5` on each, and at -d 4096 on the 8B models,
 #  4. runs `llama-bench -ngl 99 -p 512 -n 128 -r 5 -fa 0,1` on each, and `-d 4096 -fa 1` on the
 #     8B models,
@@ -90,6 +91,14 @@ else
 		"seed UD-IQ2_XXS mix (qwen35moe, Qwen3.6-35B-A3B shape, tiled)|qwen36-35b-a3b|ud-iq2_xxs|0|qwen35moe")
 fi
 ((!MOE)) || SPECS+=("${MOE_SPECS[@]}")
+# The shared trained stories260K (issue 16: small models must not regress), where a checkout
+# has ../shared (or shared/) beside or inside it.
+for d in "$ROOT/../shared/models" "$ROOT/shared/models"; do
+	if [[ -f $d/stories260K.gguf ]]; then
+		SPECS+=("stories260K F32 (shared, trained)|stories260K|f32|0|shared:$d/stories260K.gguf")
+		break
+	fi
+done
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "-r $REPS: want a count of 1 or more"
 [[ $DEPTH_REPS =~ ^[1-9][0-9]*$ ]] || die "--depth-r $DEPTH_REPS: want a count of 1 or more"
 
@@ -152,6 +161,11 @@ for spec in "${SPECS[@]}"; do
 	# llama's files keep their names; the hybrid keeps its own 248320-token vocabulary, and the
 	# full-size mixtures of experts are written tiled (seconds instead of hours)
 	file=$MODELS/synth-$preset-$type$TAG.gguf vocab=$VOCAB tile=""
+	if [[ $arch == shared:* ]]; then
+		FILES+=("${arch#shared:}")
+		say "$label: ${arch#shared:}, $(size "${arch#shared:}")"
+		continue
+	fi
 	if [[ $arch != llama ]]; then
 		[[ $arch != qwen35moe ]] || vocab=""
 		[[ $preset == tiny ]] || tile=-tile
@@ -207,7 +221,7 @@ say "warm-up: vkllm bench ${FILES[0]##*/} (discarded)"
 for i in "${!SPECS[@]}"; do
 	IFS='|' read -r _ preset type deep arch <<<"${SPECS[$i]}"
 	name=$preset-$type file=${FILES[$i]}
-	[[ $arch == llama ]] || name=$arch-$name
+	[[ $arch == llama || $arch == shared:* ]] || name=$arch-$name
 	if ((deep)) && [[ $DEPTH_REPS == "$REPS" ]]; then
 		run_ours "$name" "$file" -r "$REPS" -d "0,$DEPTH"
 	else
