@@ -154,7 +154,9 @@ func build(ctx context.Context, f *gguf.File, opts LoadOptions) (*Engine, error)
 			go prepare()
 			// The upload copies every tensor out of the mapping: fault its pages in on other
 			// cores while the GPU's instance and device are being created.
-			f.Prefault(min(8, max(1, runtime.NumCPU()-1)))
+			if config.LoadPrefault.Bool() {
+				f.Prefault(min(8, max(1, runtime.NumCPU()-1)))
+			}
 		}
 	}
 	started := time.Now()
