@@ -206,6 +206,7 @@ func (c *Context) capabilities() []capability {
 		{name: "KHR cooperative matrix", present: f[FeatureCoopmatKHR], selects: c.gemmSelects(), fast: true, ext: "VK_KHR_cooperative_matrix",
 			absent: coopmatAbsentCost},
 		{name: "NV cooperative matrix 2", present: f[FeatureCoopmat2NV], selects: c.cm2Reason, ext: "VK_NV_cooperative_matrix2"},
+		{name: "subgroup shuffle", present: f[FeatureSubgroupShuffle], selects: c.attentionSelects(), ext: "VK_SUBGROUP_FEATURE_SHUFFLE_BIT"},
 		{name: "numeric tier", present: !c.exact, selects: c.numericSelects(), ext: "VKLLM_GPU_EXACT"},
 		{name: "memory budget", present: f[FeatureMemoryBudget], selects: "the plan's room comes from the driver's budget", ext: "VK_EXT_memory_budget"},
 	}

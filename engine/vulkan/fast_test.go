@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/quant"
@@ -395,6 +396,23 @@ func TestFlashAttentionKernelNames(t *testing.T) {
 		}
 		if _, err := shaders.SPIRV(got); err != nil {
 			t.Errorf("%d heads of %d: %v", tc.hp, tc.headDim, err)
+		}
+	}
+}
+
+// The roster says which split attention kernel serves, and why when it is not attention_flash.
+func TestRosterNamesTheAttentionKernel(t *testing.T) {
+	for _, tc := range []struct {
+		exact, flash, shuffle bool
+		want                  string
+	}{
+		{false, true, true, "attention_flash"},
+		{false, false, false, "without shuffles"},
+		{true, false, true, "exact tier"},
+	} {
+		c := &Context{Info: DeviceInfo{Features: map[string]bool{FeatureSubgroupShuffle: tc.shuffle}}, exact: tc.exact, attFlash: tc.flash, flashMinRange: flashMinRange}
+		if got := c.attentionSelects(); !strings.Contains(got, tc.want) {
+			t.Errorf("exact %v, flash %v, shuffle %v: %q, want it to say %q", tc.exact, tc.flash, tc.shuffle, got, tc.want)
 		}
 	}
 }
