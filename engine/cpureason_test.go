@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
@@ -128,5 +129,28 @@ func TestLoadTellsWhyTheCPURunsTheModel(t *testing.T) {
 				t.Fatalf("backend %q reason %q, want cpu with %q", info.Backend, info.CPUReason, tc.reason)
 			}
 		})
+	}
+}
+
+// The time a GPU backend spent on the GPU's instance and device reaches ModelInfo.GPUSetup
+// (vkllm bench splits it out of the load line); a load on the CPU has none.
+func TestLoadCarriesTheGPUSetupTime(t *testing.T) {
+	t.Cleanup(func() { RegisterGPUBackend("", nil) })
+	RegisterGPUBackend("fake", func(_ context.Context, _ *gguf.File, m *model.Model, _ LoadOptions) (GPURunner, error) {
+		return GPURunner{Runner: &scriptedRunner{vocab: m.Hyper.VocabSize}, Placement: "resident", Context: 64, GPUSetup: 150 * time.Millisecond}, nil
+	})
+	for _, tc := range []struct {
+		backend Backend
+		want    time.Duration
+	}{{BackendAuto, 150 * time.Millisecond}, {BackendCPU, 0}} {
+		e, err := Load(context.Background(), LoadOptions{Backend: tc.backend, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := e.Info().GPUSetup
+		e.Close()
+		if got != tc.want {
+			t.Errorf("backend %q: GPU setup %v, want %v", tc.backend, got, tc.want)
+		}
 	}
 }

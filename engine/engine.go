@@ -52,6 +52,8 @@ type ModelInfo struct {
 	Placement     string `json:"placement"` // "resident", "split L of M", "cpu"
 	HasTemplate   bool   `json:"has_chat_template"`
 	CPUReason     string `json:"cpu_reason,omitempty"` // on the CPU: why, one sentence for the user (a setting, no device, the plan's verdict); "" on a GPU
+	// GPUSetup is how long of the load went to the GPU's instance and device (0 on the CPU).
+	GPUSetup time.Duration `json:"gpu_setup_ns,omitempty"`
 }
 
 // Message is one chat turn.

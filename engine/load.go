@@ -43,6 +43,9 @@ type GPURunner struct {
 	Backend   string // shown as ModelInfo.Backend, e.g. "vulkan"
 	Placement string // shown as ModelInfo.Placement, e.g. "resident" or "split 22 of 32"
 	Context   int    // positions the runner's KV cache holds
+	// GPUSetup is the part of the load the backend spent waiting for the GPU's instance and
+	// creating its device: fixed costs of a process, not of the model (ModelInfo.GPUSetup).
+	GPUSetup time.Duration
 }
 
 // GPUBackend builds a GPU runner for an opened model. It returns an error wrapping
@@ -185,6 +188,7 @@ func build(ctx context.Context, f *gguf.File, opts LoadOptions) (*Engine, error)
 		if ok {
 			e.runner = gr.Runner
 			e.info.Backend, e.info.Placement, e.info.Context = gr.Backend, gr.Placement, gr.Context
+			e.info.GPUSetup = gr.GPUSetup
 			return e, nil
 		}
 		reason = why

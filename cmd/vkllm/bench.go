@@ -138,7 +138,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	load.Duration = time.Since(loadStart)
 	info := e.Info()
-	load.Bytes, load.Placement = info.FileSize, info.Placement
+	load.Bytes, load.Placement, load.GPUSetup = info.FileSize, info.Placement, info.GPUSetup
 	fmt.Fprintf(os.Stderr, "load: %s\n", load)
 	if err := cfg.CheckContext(info.Context); info.Context > 0 && err != nil {
 		_ = e.Close()

@@ -15,6 +15,9 @@ type Load struct {
 	// Cached is the share of the file's pages that were in the page cache before the load
 	// (PageCacheFraction), -1 when it was not measured. Below 1 the rate includes disk reads.
 	Cached float64
+	// GPUSetup is the part of Duration that went to the GPU's instance and device (a process's
+	// fixed cost, engine.ModelInfo.GPUSetup); 0 when none was timed.
+	GPUSetup time.Duration
 }
 
 // GBps is the load rate in 10^9 bytes per second, 0 for an unmeasured load.
@@ -29,7 +32,8 @@ func LoadGBps(bytes, ns int64) float64 {
 }
 
 // String is the line `vkllm bench` prints: "4.58 GB in 1.21 s (3.8 GB/s) to resident, the file
-// 100% in the page cache".
+// 100% in the page cache", and where the GPU's setup was timed "; 150 ms of it the GPU's
+// instance and device, the rest at 4.4 GB/s".
 func (l Load) String() string {
 	size := fmt.Sprintf("%.2f GB", float64(l.Bytes)/1e9)
 	if l.Bytes < 1e7 {
@@ -53,6 +57,10 @@ func (l Load) String() string {
 		s += ", the file 100% in the page cache"
 	default:
 		s += fmt.Sprintf(", the file %.0f%% in the page cache (the rest read from disk)", 100*l.Cached)
+	}
+	if l.GPUSetup > 0 && l.GPUSetup < l.Duration {
+		s += fmt.Sprintf("; %d ms of it the GPU's instance and device, the rest at %.1f GB/s",
+			l.GPUSetup.Round(time.Millisecond).Milliseconds(), LoadGBps(l.Bytes, (l.Duration-l.GPUSetup).Nanoseconds()))
 	}
 	return s
 }

@@ -17,6 +17,10 @@ func TestLoadLineSaysSizeTimeRateAndPageCache(t *testing.T) {
 			"1.19 MB in 4 ms (0.30 GB/s) to cpu"},
 		{"half from disk", Load{Bytes: 2e9, Duration: 4 * time.Second, Placement: "split 10 of 32", Cached: 0.5},
 			"2.00 GB in 4.00 s (0.50 GB/s) to split 10 of 32, the file 50% in the page cache (the rest read from disk)"},
+		{"1B resident, the GPU's setup timed", Load{Bytes: 0.62e9, Duration: 225 * time.Millisecond, Placement: "resident", Cached: 1, GPUSetup: 150 * time.Millisecond},
+			"0.62 GB in 225 ms (2.8 GB/s) to resident, the file 100% in the page cache; 150 ms of it the GPU's instance and device, the rest at 8.3 GB/s"},
+		{"a setup longer than the load is not split out", Load{Bytes: 1e9, Duration: time.Second, Placement: "resident", Cached: -1, GPUSetup: 2 * time.Second},
+			"1.00 GB in 1.00 s (1.0 GB/s) to resident"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.load.String(); got != tc.want {

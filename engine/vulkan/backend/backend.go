@@ -80,8 +80,10 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 	if err != nil {
 		return engine.GPURunner{}, fmt.Errorf("open Vulkan device %d: %w", dev.Index, err)
 	}
+	opened := time.Now()
 	slog.Debug("vulkan device opened", "device", dev.Name, "enumerate_ms", enumerated.Sub(started).Milliseconds(),
-		"plan_ms", planned.Sub(enumerated).Milliseconds(), "open_ms", time.Since(planned).Milliseconds())
+		"plan_ms", planned.Sub(enumerated).Milliseconds(), "open_ms", opened.Sub(planned).Milliseconds())
+	setup := enumerated.Sub(started) + opened.Sub(planned)
 	r, err := vulkan.NewResident(c, m, vulkan.ResidentOptions{Context: p.Ctx.Chosen, OwnContext: true, AfterWarmup: spillCheck(p)})
 	if err != nil {
 		c.Close() // NewResident freed what it had uploaded
@@ -109,7 +111,7 @@ func New(ctx context.Context, f *gguf.File, m *model.Model, opts engine.LoadOpti
 		}
 		return engine.GPURunner{}, fmt.Errorf("upload %s to %s: %w", f.Path, dev.Name, err)
 	}
-	return engine.GPURunner{Runner: r, Backend: "vulkan", Placement: "resident", Context: r.Context()}, nil
+	return engine.GPURunner{Runner: r, Backend: "vulkan", Placement: "resident", Context: r.Context(), GPUSetup: setup}, nil
 }
 
 // smallerSplit is the plan of a partial offload within bytes on dev, at the context the armed
