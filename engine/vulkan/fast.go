@@ -346,10 +346,6 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		s.fail(fmt.Errorf("split attention: partials binding of %d bytes, need %d", part.Size, need))
 		return 0
 	}
-	ks := s.kernel("attention_split", 5, 32)
-	if ks == nil {
-		return 0
-	}
 	if m > maxGroups || groups > maxGroups {
 		s.fail(fmt.Errorf("split attention: %d tokens x %d head groups exceed the grid", m, groups))
 		return 0
@@ -372,6 +368,10 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 			s.Dispatch(kf, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp), uint32(s.c.flashMinRange)),
 				uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos)
 			return splits
+		}
+		ks := s.kernel("attention_split", 5, 32)
+		if ks == nil {
+			return 0
 		}
 		s.Dispatch(ks, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
 			uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos)

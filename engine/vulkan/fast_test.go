@@ -228,6 +228,10 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 		f32Products = append(f32Products, "matvec_dec_q8_0") // the decode step's fused products
 	}
 	x8Products := []string{"quantize_x8", "matvec_x8_q8_0"}
+	attention := "attention_split" // the split attention kernel that serves, made only when it does
+	if h := m.Hyper; c.attFlash {
+		attention = flashAttentionKernel(attentionHeadsPerGroup(h.Heads, h.HeadsKV, h.HeadDim), h.HeadDim)
+	}
 	prevX8 := c.x8
 	defer func() { c.x8 = prevX8 }()
 	prompt := []int{1, 450, 3290}
@@ -237,12 +241,12 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 		prompt     []int
 		takes, not []string
 	}{
-		{"fast", false, prevX8, prompt, []string{"attention_split", "attention_merge", "rmsnorm_fast"}, nil},
+		{"fast", false, prevX8, prompt, []string{attention, "attention_merge", "rmsnorm_fast"}, nil},
 		{"fast, int8 products", false, true, prompt, x8Products, f32Products},
 		// one token at a time: the attention merge folds into the output product's rounding
-		{"fast, int8 products, decode only", false, true, prompt[:1], append([]string{"attention_split"}, x8Products...), append([]string{"attention_merge"}, f32Products...)},
+		{"fast, int8 products, decode only", false, true, prompt[:1], append([]string{attention}, x8Products...), append([]string{"attention_merge"}, f32Products...)},
 		{"fast, f32 products", false, false, prompt, f32Products, x8Products},
-		{"exact", true, prevX8, prompt, nil, append(append([]string{"attention_split", "attention_merge", "rmsnorm_fast"}, f32Products...), x8Products...)},
+		{"exact", true, prevX8, prompt, nil, append(append([]string{"attention_split", "attention_flash_h4_k1", "attention_merge", "rmsnorm_fast"}, f32Products...), x8Products...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.x8 && !c.Info.Features[FeatureInt8Dot] {
