@@ -5,18 +5,18 @@ import (
 	"sync/atomic"
 )
 
-// Prefaulting: a model's upload copies every tensor out of the mapping, and with the file in
-// the page cache most of that copy's time is the page faults that map the pages into this
-// process (a 0.62 GB model: 73-82 ms of copying on an H200 host where the copy alone would take
-// a third of that). Prefault maps them ahead, on other cores, while the GPU's instance and
-// device are being created (~150 ms that the load otherwise spends waiting); on a file not yet
-// in the page cache it is readahead for the upload.
+// Prefaulting: a model's upload copies every tensor out of the mapping, and each first touch
+// of a page costs a fault that maps it into this process. Prefault maps them ahead, on other
+// cores, while the GPU's instance and device are being created (~150 ms that the load
+// otherwise spends waiting); on a file not yet in the page cache it is readahead for the
+// upload. Its own gain on a cached file is not measured yet (VKLLM_LOAD_PREFAULT=0 for the
+// A/B): the slow copies of a 1B model on the H200 were single-core copying, not faults.
 
 // prefaultChunk is the bytes one madvise (or one touching pass) covers before it checks (a
 // variable for tests) whether Close asked it to stop.
 var prefaultChunk = 32 << 20
 
-// prefaulter is a File's prefault run: stop asks it to end, done waits for it.
+// prefaulter is a File's prefault run: stop asks it to end, wg waits for it.
 type prefaulter struct {
 	stop atomic.Bool
 	wg   sync.WaitGroup
