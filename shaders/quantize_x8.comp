@@ -5,8 +5,10 @@
 // matvec_fast rounds Q4_0/Q8_0 activations in registers), and each block's integer sum Σq.
 // What it rounds (flags):
 //   0:        x as it is;
-//   F_NORM:   RMSNorm(x)·g, x·g·(1/sqrt(mean(x²)+eps)) as rmsnorm_fast computes it (the grid
-//             is then one workgroup a row: the norm needs all of the row);
+//   F_NORM:   RMSNorm(x)·g, x·g·(1/sqrt(mean(x²)+eps)) as rmsnorm_fast computes it (each
+//             workgroup of the row's grid line sums the squares of the whole row, in the same
+//             order, then rounds its own blocks: one workgroup a row took ~3 round trips to
+//             memory and a dozen barriers in series);
 //   F_SWIGLU: silu(x)·u, rounded as swiglu.comp rounds it;
 //   F_MERGE:  attention_merge's output from attention_split's partials in x (per (head,
 //             token) nSplit ranges of headDim + 2 floats: the range's maximum M, its sum S and
@@ -165,7 +167,7 @@ void main() {
     uint s0 = row * (p.K / 32u);                         // its blocks
     float scale = 1.0;
     bool norm = (p.flags & F_NORM) != 0u;
-    if (norm) { // one workgroup: the sum of squares over all of x first
+    if (norm) { // every workgroup sums the squares over all of x first, in the same order
         float ss = 0.0;
         for (uint i = tid; i < n4; i += 256u) {
             vec4 v = x4[x0 + i];
@@ -180,8 +182,8 @@ void main() {
     }
     bool merge = (p.flags & F_MERGE) != 0u;
     uint per = merge ? MERGE_VEC4 : 256u; // vec4s a pass
-    uint first = norm ? 0u : gl_WorkGroupID.x * per;
-    uint step = norm ? 256u : gl_NumWorkGroups.x * per;
+    uint first = gl_WorkGroupID.x * per;
+    uint step = gl_NumWorkGroups.x * per;
     for (uint i0 = first; i0 < n4; i0 += step) { // uniform: every thread takes every pass
         uint i = i0 + tid; // this thread's vec4: word i % 8 of block i / 8
         bool live = i < n4 && tid < per;

@@ -136,3 +136,31 @@ func TestDecodeFoldsRopeKVIntoTheProducts(t *testing.T) {
 		}
 	}
 }
+
+// A llama model's decode step on the int8 products normalizes the head's input in the head's
+// rounding pass (quantize_x8 with the output norm): the recording makes no RMSNorm kernel at
+// all (the layers' norms are folded into their rounding passes already). Fails if the head
+// goes back to a norm stage of its own.
+func TestDecodeHeadRoundsTheOutputNorm(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8 bool) { c.x8 = x8 }(c.x8)
+	c.x8 = true
+	forgetKernels(c, "rmsnorm", "rmsnorm_fast")
+	r, err := NewResident(c, loadShared(t, "rand-llama-q8_0"), ResidentOptions{Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Eval([]int{1}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"rmsnorm", "rmsnorm_fast"} {
+		if _, made := c.kernels[k]; made {
+			t.Errorf("the decode step made %s: the head's input has a norm stage of its own", k)
+		}
+	}
+}

@@ -177,7 +177,7 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 	}
 	flags, up, g, groups := uint32(0), x, x, uint32((k/4+255)/256)
 	if in.Norm != nil {
-		flags, g, groups = 1, *in.Norm, 1
+		flags, g = 1, *in.Norm
 	}
 	if in.Up != nil {
 		flags, up = 2, *in.Up
