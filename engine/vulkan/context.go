@@ -48,6 +48,7 @@ type Context struct {
 	attCM2           bool    // prefill attention runs in one pass on cooperative matrix 2 where it can (VKLLM_GPU_ATT_CM2, an A/B switch)
 	attFlash         bool    // split attention takes attention_flash (VKLLM_GPU_ATT_FLASH, an A/B switch; needs subgroup shuffles)
 	flashMinRange    int     // attention_flash's shortest position range (VKLLM_GPU_ATT_MIN_RANGE, an A/B knob)
+	flashHeads       int     // the most query heads an attention_flash workgroup takes; 0: flashHeadsPerGroup's rule (VKLLM_GPU_ATT_FLASH_HEADS, an A/B knob)
 	attFP16          bool    // prefill attention's cooperative-matrix products take fp16 queries and weights once (VKLLM_GPU_ATT_FP16, an A/B switch)
 	cm2Reason        string  // why or why not, for the roster
 	lanes            int     // threads per matrix row when nonzero (tests: the GPU layout on lavapipe)

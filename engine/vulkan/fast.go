@@ -40,6 +40,7 @@ func (c *Context) selectNumericTier() {
 	c.attFP16 = config.GPUAttFP16.Bool()
 	c.attFlash = config.GPUAttFlash.Bool() && c.Info.Features[FeatureSubgroupShuffle] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	c.flashMinRange = flashMinRange
+	c.flashHeads = max(0, config.GPUAttFlashHeads.Int())
 	if n := config.GPUAttMinRange.Int(); n > 0 {
 		c.flashMinRange = n
 	}
@@ -182,8 +183,13 @@ func (c *Context) usesSplitAttention(headDim int) bool {
 // attentionHeadsPerGroup is the number of query heads (sharing one KV head) one workgroup
 // takes: the largest divisor of the group size with at most 8 heads and 1024 query floats.
 func attentionHeadsPerGroup(nHead, nKV, headDim int) int {
+	return attentionHeadsAtMost(nHead, nKV, headDim, splitAttentionMaxHeads)
+}
+
+// attentionHeadsAtMost is attentionHeadsPerGroup with at most most heads a workgroup.
+func attentionHeadsAtMost(nHead, nKV, headDim, most int) int {
 	group := nHead / nKV
-	for hp := min(group, splitAttentionMaxHeads); hp > 1; hp-- {
+	for hp := min(group, most); hp > 1; hp-- {
 		if group%hp == 0 && hp*headDim <= 1024 {
 			return hp
 		}
@@ -297,10 +303,33 @@ func flashAttentionKernel(hp, headDim int) string {
 	if words == 3 {
 		words = 4
 	}
+	if words == 4 && hp <= 2 {
+		heads = 2
+	}
 	if heads == 8 && words > 2 {
 		return ""
 	}
 	return fmt.Sprintf("attention_flash_h%d_k%d", heads, words)
+}
+
+// flashAccumulators is the most 16-byte accumulators a lane of attention_flash holds by
+// default (heads x words a row x 2): with 32 (8 heads of 128, 4 of 256) the H200 took 27-38 µs
+// a layer's decode attention at short contexts against 9-11 µs with 8-16 (2026-12-04).
+const flashAccumulators = 16
+
+// flashHeadsPerGroup is the query heads one attention_flash workgroup takes: as many of a KV
+// head's as keep its lane's accumulators within flashAccumulators (VKLLM_GPU_ATT_FLASH_HEADS
+// sets the most, for A/B measurements). More workgroups then read the same K and V rows.
+func (c *Context) flashHeadsPerGroup(nHead, nKV, headDim int) int {
+	words := (headDim + 63) / 64
+	if words == 3 {
+		words = 4
+	}
+	most := max(1, flashAccumulators/(2*words))
+	if c.flashHeads > 0 {
+		most = c.flashHeads
+	}
+	return attentionHeadsAtMost(nHead, nKV, headDim, most)
 }
 
 // attentionPartialFloats is the f32 count of the partials buffer for up to rows query tokens.
@@ -339,6 +368,14 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		return 0
 	}
 	hp := attentionHeadsPerGroup(nHead, nKV, headDim)
+	coop := s.c.usesPrefillCoopmatAttention(m, headDim, hp)
+	flash := ""
+	if !coop && s.c.attFlash {
+		fhp := s.c.flashHeadsPerGroup(nHead, nKV, headDim)
+		if flash = flashAttentionKernel(fhp, headDim); flash != "" {
+			hp = fhp // no more splits than attentionPartialFloats sized for: more groups, fewer
+		}
+	}
 	groups := nHead / hp
 	splits := s.c.attentionSplits(m, groups, ctxLen)
 	need := uint64(4 * m * splits * nHead * (headDim + 2))
@@ -350,7 +387,7 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		s.fail(fmt.Errorf("split attention: %d tokens x %d head groups exceed the grid", m, groups))
 		return 0
 	}
-	if s.c.usesPrefillCoopmatAttention(m, headDim, hp) {
+	if coop {
 		kc := s.kernel(s.c.prefillAttentionKernel(headDim, s.span), 5, 32)
 		if kc == nil {
 			return 0
@@ -360,8 +397,8 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		s.Dispatch(kc, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
 			uint32(groups), uint32((tiles+3)/4), uint32(splits), q, k, v, part, pos)
 	} else {
-		if name := flashAttentionKernel(hp, headDim); s.c.attFlash && name != "" {
-			kf := s.kernel(name, 5, 36)
+		if flash != "" {
+			kf := s.kernel(flash, 5, 36)
 			if kf == nil {
 				return 0
 			}

@@ -41,19 +41,22 @@ var tiers = []struct {
 func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
-	defer func(fp16, cm2, flash bool, span int) {
-		c.attFP16, c.attCM2, c.attFlash, c.attCM2MinSpan = fp16, cm2, flash, span
-	}(c.attFP16, c.attCM2, c.attFlash, c.attCM2MinSpan)
+	defer func(fp16, cm2, flash bool, span, heads int) {
+		c.attFP16, c.attCM2, c.attFlash, c.attCM2MinSpan, c.flashHeads = fp16, cm2, flash, span, heads
+	}(c.attFP16, c.attCM2, c.attFlash, c.attCM2MinSpan, c.flashHeads)
 	flashAble := c.attFlash
 	c.attCM2MinSpan = 1 // every prefill case, short spans too
-	// Four rounds: attention_split and the f32-level attention_prefill_cm; attention_flash
-	// (where the device has subgroup shuffles); the prefill kernels with fp16 queries and
-	// weights, attention_prefill_cm16 and (on NV cooperative matrix 2) the one-pass
-	// attention_prefill_cm2.
+	// Five rounds: attention_split and the f32-level attention_prefill_cm; attention_flash
+	// (where the device has subgroup shuffles), with its default head groups and with up to 8
+	// heads a workgroup whatever their size (VKLLM_GPU_ATT_FLASH_HEADS=8: the wide variants);
+	// the prefill kernels with fp16 queries and weights, attention_prefill_cm16 and (on NV
+	// cooperative matrix 2) the one-pass attention_prefill_cm2.
 	for _, round := range []struct {
 		flash, fp16, cm2 bool
+		heads            int
 		made             string
-	}{{false, false, false, ""}, {true, false, false, "attention_flash_h4_k2"}, {false, true, false, "attention_prefill_cm16"}, {false, true, true, "attention_prefill_cm2_d128"}} {
+	}{{false, false, false, 0, ""}, {true, false, false, 0, "attention_flash_h4_k2"}, {true, false, false, 8, "attention_flash_h8_k2"},
+		{false, true, false, 0, "attention_prefill_cm16"}, {false, true, true, 0, "attention_prefill_cm2_d128"}} {
 		if round.flash && !flashAble {
 			t.Logf("%s: no subgroup shuffles (or VKLLM_GPU_ATT_FLASH=0), so no attention_flash to check", c.Info.Name)
 			continue
@@ -66,7 +69,7 @@ func TestSplitAttentionMatchesFloat64Reference(t *testing.T) {
 			t.Logf("%s: no NV cooperative matrix 2 (%s), so no attention_prefill_cm2 to check", c.Info.Name, c.cm2Reason)
 			continue
 		}
-		c.attFP16, c.attCM2, c.attFlash = round.fp16, round.cm2, round.flash
+		c.attFP16, c.attCM2, c.attFlash, c.flashHeads = round.fp16, round.cm2, round.flash, round.heads
 		if round.made != "" {
 			forgetKernels(c, round.made) // made below, or the switch is not wired
 		}
@@ -100,6 +103,9 @@ func testSplitAttention(t *testing.T, c *Context, fp16, flash bool) {
 		cm := c.usesPrefillCoopmatAttention(tc.m, tc.headDim, hp)
 		if (fp16 && !cm) || (flash && cm) {
 			continue // checked in the round of its kernel
+		}
+		if flash {
+			hp = c.flashHeadsPerGroup(tc.nHead, tc.nKV, tc.headDim)
 		}
 		tol := 2e-5
 		if fp16 {
@@ -230,7 +236,7 @@ func TestResidentRunsTheFastKernelsOnlyOnTheFastTier(t *testing.T) {
 	x8Products := []string{"quantize_x8", "matvec_x8_q8_0"}
 	attention := "attention_split" // the split attention kernel that serves, made only when it does
 	if h := m.Hyper; c.attFlash {
-		attention = flashAttentionKernel(attentionHeadsPerGroup(h.Heads, h.HeadsKV, h.HeadDim), h.HeadDim)
+		attention = flashAttentionKernel(c.flashHeadsPerGroup(h.Heads, h.HeadsKV, h.HeadDim), h.HeadDim)
 	}
 	prevX8 := c.x8
 	defer func() { c.x8 = prevX8 }()
@@ -378,15 +384,17 @@ func TestFlashAttentionFillsRangesOfAtLeastTheShortest(t *testing.T) {
 }
 
 // The attention_flash variant holds the workgroup's heads and a row's 16-byte words per lane,
-// no more; more than four heads of more than 128 dimensions have none (attention_split
-// serves), and every name given is an embedded kernel.
+// no more (two heads of more than 128 dimensions take the 2-head variant); more than four
+// heads of more than 128 dimensions have none (attention_split serves), and every name given
+// is an embedded kernel.
 func TestFlashAttentionKernelNames(t *testing.T) {
 	for _, tc := range []struct {
 		hp, headDim int
 		want        string
 	}{
 		{1, 64, "attention_flash_h4_k1"}, {4, 64, "attention_flash_h4_k1"}, {4, 128, "attention_flash_h4_k2"},
-		{3, 80, "attention_flash_h4_k2"}, {4, 256, "attention_flash_h4_k4"}, {2, 192, "attention_flash_h4_k4"},
+		{3, 80, "attention_flash_h4_k2"}, {4, 256, "attention_flash_h4_k4"}, {3, 192, "attention_flash_h4_k4"},
+		{2, 192, "attention_flash_h2_k4"}, {1, 256, "attention_flash_h2_k4"},
 		{8, 64, "attention_flash_h8_k1"}, {8, 128, "attention_flash_h8_k2"}, {5, 120, "attention_flash_h8_k2"},
 		{5, 160, ""}, {6, 192, ""},
 	} {
@@ -417,6 +425,24 @@ func TestRosterNamesTheAttentionKernel(t *testing.T) {
 		c := &Context{Info: DeviceInfo{Features: map[string]bool{FeatureSubgroupShuffle: tc.shuffle}}, exact: tc.exact, attFlash: tc.flash, flashMinRange: flashMinRange}
 		if got := c.attentionSelects(); !strings.Contains(got, tc.want) {
 			t.Errorf("exact %v, flash %v, shuffle %v: %q, want it to say %q", tc.exact, tc.flash, tc.shuffle, got, tc.want)
+		}
+	}
+}
+
+// attention_flash's default head groups keep a lane's accumulators within flashAccumulators:
+// 8 heads of 64 dimensions, 4 of 128, 2 of 256 (the GQA group permitting), and
+// VKLLM_GPU_ATT_FLASH_HEADS overrides the most.
+func TestFlashHeadsPerGroupKeepTheAccumulatorsFew(t *testing.T) {
+	c := &Context{}
+	for _, tc := range []struct {
+		nHead, nKV, headDim, heads, want int
+	}{
+		{32, 8, 64, 0, 4}, {32, 4, 64, 0, 8}, {32, 4, 128, 0, 4}, {32, 8, 128, 0, 4},
+		{16, 2, 256, 0, 2}, {24, 8, 256, 0, 1}, {32, 4, 128, 8, 8}, {16, 2, 256, 4, 4},
+	} {
+		c.flashHeads = tc.heads
+		if got := c.flashHeadsPerGroup(tc.nHead, tc.nKV, tc.headDim); got != tc.want {
+			t.Errorf("%d heads over %d of %d (most %d): %d a workgroup, want %d", tc.nHead, tc.nKV, tc.headDim, tc.heads, got, tc.want)
 		}
 	}
 }
