@@ -215,10 +215,13 @@ func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
 	s.Barrier()
 	s.AttnQSplit(r.dn.qg.All(), r.q.All(), h.HeadDim, m*qd)
 	s.Barrier()
-	headNorms(r, s, l, m)
-	s.Barrier()
+	normsInRope := r.ropeTakesHeadNorms(l)
+	if !normsInRope {
+		headNorms(r, s, l, m)
+		s.Barrier()
+	}
 	stamp("qkv")
-	r.attend(s, l, m, false, false)
+	r.attend(s, l, m, false, false, normsInRope)
 	s.AttnGate(r.dn.qg.All(), r.att.All(), h.HeadDim, m*qd)
 	s.Barrier()
 	r.attnOut(s, l, m)

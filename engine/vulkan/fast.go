@@ -48,6 +48,8 @@ func (c *Context) selectNumericTier() {
 	c.attCM2MinSpan = cm2AttentionMinSpan
 	c.stageAhead = config.GPUStageAhead.Bool()
 	c.ropeFold = config.GPURopeFold.Bool()
+	c.ropeNorms = config.GPURopeNorms.Bool()
+	c.routerNorm = config.GPURouterNorm.Bool()
 	if n := config.GPUAttSplits.Int(); n > 0 {
 		c.splitCap = min(n, maxAttentionSplitsAB)
 	}

@@ -250,6 +250,48 @@ func (s *Seq) RopeKV(q, k, v, cs, kCache, vCache, pos Binding, headDim, nHead, m
 		gx, gy, 1, q, k, v, cs, kCache, vCache, pos)
 }
 
+// MatVecNormF32 records y = W·(RMSNorm(x)·g) for one token (w: n rows of k f32, k a multiple
+// of 4), the norm computed by every workgroup (matvec_norm_f32): the mixture-of-experts router
+// of a decode step, without an RMSNorm stage before it.
+func (s *Seq) MatVecNormF32(w, x, g, y Binding, k, n int, eps float32) {
+	if k%4 != 0 || w.Size < uint64(4*k*n) || x.Size < uint64(4*k) || g.Size < uint64(4*k) || y.Size < uint64(4*n) {
+		s.fail(fmt.Errorf("normed f32 product: %d rows of %d (a multiple of 4): a binding is too small", n, k))
+		return
+	}
+	kern := s.kernel("matvec_norm_f32", 4, 12)
+	if kern == nil {
+		return
+	}
+	rows := s.c.subgroupsPerWorkgroup() // a row per subgroup
+	s.Dispatch(kern, Push(uint32(k), uint32(n), eps), uint32((n+rows-1)/rows), 1, 1, w, x, g, y)
+}
+
+// RopeKVNorm records RopeKV with each query and key head RMS-normalized first (its weight qn
+// or kn, eps: rmsnorm_fast's arithmetic), as the per-head norms (RMSNormHeads) then RopeKV
+// would in two stages; heads of at most 256 elements.
+func (s *Seq) RopeKVNorm(q, k, v, cs, kCache, vCache, pos, qn, kn Binding, headDim, nHead, m, ropeDim int, neox bool, qStride, kRow, vRow int, eps float32) {
+	if ropeDim%2 != 0 || ropeDim > headDim || headDim%2 != 0 || headDim > 256 || kRow%headDim != 0 || vRow%2 != 0 {
+		s.fail(fmt.Errorf("rope+kv store with head norms: rotary dimensions %d (even, at most the head size %d, itself at most 256), key rows %d (whole heads) and value rows %d (even) do not fit", ropeDim, headDim, kRow, vRow))
+		return
+	}
+	if qn.Size < uint64(4*headDim) || kn.Size < uint64(4*headDim) {
+		s.fail(fmt.Errorf("rope+kv store with head norms: norm weights of %d and %d bytes, want %d", qn.Size, kn.Size, 4*headDim))
+		return
+	}
+	kern := s.kernel("rope_kv_norm", 9, 36)
+	if kern == nil {
+		return
+	}
+	nx := uint32(0)
+	if neox {
+		nx = 1
+	}
+	groups := m*nHead + m*(kRow/headDim) + (m*vRow/2+63)/64
+	gx, gy := grid1D(groups)
+	s.Dispatch(kern, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(ropeDim), nx, uint32(qStride), uint32(kRow), uint32(vRow), eps),
+		gx, gy, 1, q, k, v, cs, kCache, vCache, pos, qn, kn)
+}
+
 // RopeAngles fills dst with the cos and sin of every rotary pair for positions pos..pos+n-1,
 // the table Rope reads (n·ropeDim floats). The angles follow llama.cpp's float32 recurrence
 // (theta_0 = position, theta_{i+1} = theta_i·base^(-2/ropeDim), times scale, divided by the

@@ -58,7 +58,10 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 		r.normProject(s, l.attnNorm, dim, m, stamp, qkv...)
 	}
 	s.Barrier()
-	if variant != nil {
+	// the variant with per-head norms (headNorms, the only one reading them) runs inside
+	// rope_kv_norm where that serves
+	normsInRope := !roped && variant != nil && r.ropeTakesHeadNorms(l)
+	if variant != nil && !normsInRope {
 		variant(r, s, l, m)
 		s.Barrier()
 	}
@@ -67,14 +70,14 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	// A decode step on the int8 products folds the attention merge into the output product's
 	// rounding (quantize_x8 with X8Input.Merge): one stage fewer.
 	if m == 1 && r.attPart != nil && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out}) {
-		if splits := r.attend(s, l, m, true, roped); splits > 0 { // 0: the recording failed; Seq holds the error
+		if splits := r.attend(s, l, m, true, roped, normsInRope); splits > 0 { // 0: the recording failed; Seq holds the error
 			r.projectX8(s, r.attPart.All(), X8Input{Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
 			s.Barrier()
 			r.stamper(s)("attn_out")
 		}
 		return
 	}
-	r.attend(s, l, m, false, roped)
+	r.attend(s, l, m, false, roped, normsInRope)
 	r.attnOut(s, l, m)
 }
 
@@ -114,17 +117,23 @@ func (r *Resident) projectQKVRoped(s *Seq, l *layerWeights, qkv []projection) {
 }
 
 // attend records the rotation of r.q and r.k and the store of r.k and r.v in the layer's cache
-// at the rows' positions (one rope_kv dispatch; nothing where roped says the products did it),
-// then causal attention into r.att; with partials, split attention's ranges only, left in
-// r.attPart for the caller to merge, and it returns their count per (head, token).
-func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials, roped bool) (splits int) {
+// at the rows' positions (one rope_kv dispatch, rope_kv_norm with headNormed: the per-head
+// norms of queries and keys first; nothing where roped says the products did it), then causal
+// attention into r.att; with partials, split attention's ranges only, left in r.attPart for
+// the caller to merge, and it returns their count per (head, token).
+func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials, roped, headNormed bool) (splits int) {
 	h := r.h
 	qd, kd, vd := h.QDim(), h.KDim(), h.VDim()
 	stamp := r.stamper(s)
 	if !roped {
 		neox := h.Rope.Kind == model.RopeNeoX
-		s.RopeKV(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
-			h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd)
+		if headNormed {
+			s.RopeKVNorm(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
+				l.qNorm.buf.All(), l.kNorm.buf.All(), h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd, h.NormEps)
+		} else {
+			s.RopeKV(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
+				h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd)
+		}
 		s.Barrier()
 		stamp("rope_kv")
 	}
@@ -168,6 +177,12 @@ func qkvBiasVectors(optional bool) func(h model.Hyperparameters, l *model.Layer,
 	return func(h model.Hyperparameters, l *model.Layer, lw *layerWeights) []layerVector {
 		return []layerVector{{&lw.qBias, l.QBias, h.QDim(), optional}, {&lw.kBias, l.KBias, h.KDim(), optional}, {&lw.vBias, l.VBias, h.VDim(), optional}}
 	}
+}
+
+// ropeTakesHeadNorms reports whether layer l's per-head query and key norms run inside
+// rope_kv_norm (the fast tier, VKLLM_GPU_ROPE_NORMS) instead of a stage of their own.
+func (r *Resident) ropeTakesHeadNorms(l *layerWeights) bool {
+	return !r.c.exact && r.c.ropeNorms && l.qNorm.buf != nil && l.kNorm.buf != nil && r.h.HeadDim%2 == 0 && r.h.HeadDim <= 256
 }
 
 // headNorms applies the per-head RMSNorm of queries and keys (qwen3, qwen3moe).

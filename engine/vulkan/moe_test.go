@@ -7,7 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -491,4 +493,96 @@ func TestMoECombineEqualsTheCPUSumBitForBit(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The router's normed product (matvec_norm_f32) against float64: y = W·(x·g/sqrt(mean(x²)+eps)),
+// every row within 1e-5·Σ|w·xn| + 1e-6, row counts that leave a workgroup's subgroups idle.
+func TestMatVecNormF32MatchesFloat64Reference(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no subgroup arithmetic, so no matvec_norm_f32", c.Info.Name)
+	}
+	rng := rand.New(rand.NewSource(17))
+	for _, sh := range []struct{ k, n int }{{256, 8}, {2048, 128}, {512, 13}} {
+		t.Run(fmt.Sprintf("%dx%d", sh.n, sh.k), func(t *testing.T) {
+			w, x, g := randVec(rng, sh.n*sh.k, 0.05), randVec(rng, sh.k, 3), randVec(rng, sh.k, 1)
+			const eps = 1e-6
+			ss := 0.0
+			for _, v := range x {
+				ss += float64(v) * float64(v)
+			}
+			scale := 1 / math.Sqrt(ss/float64(sh.k)+eps)
+			wb, xb, gb, yb := upload(t, c, w), upload(t, c, x), upload(t, c, g), upload(t, c, poisoned(sh.n))
+			run(t, c, func(s *Seq) { s.MatVecNormF32(wb.All(), xb.All(), gb.All(), yb.All(), sh.k, sh.n, eps) })
+			got := readF32(t, yb, sh.n)
+			for r := 0; r < sh.n; r++ {
+				ref, mag := 0.0, 0.0
+				for j := 0; j < sh.k; j++ {
+					p := float64(w[r*sh.k+j]) * float64(x[j]) * scale * float64(g[j])
+					ref += p
+					mag += math.Abs(p)
+				}
+				if e := math.Abs(float64(got[r]) - ref); !(e <= 1e-5*mag+1e-6) {
+					t.Fatalf("row %d: %v, float64 %v (bound %g)", r, got[r], ref, 1e-5*mag+1e-6)
+				}
+			}
+		})
+	}
+}
+
+// A qwen3moe decode step on the int8 expert products normalizes inside the router's product
+// and the experts' rounding (VKLLM_GPU_ROUTER_NORM): one barrier fewer a layer, the same
+// routing (logits within f32-level differences of the RMSNorm stage's). Fails if not wired.
+func TestMoEDecodeRouterNormalizes(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8, on bool) { c.x8, c.routerNorm = x8, on }(c.x8, c.routerNorm)
+	c.x8 = true
+	f, err := gguf.Open(modeltest.TinySynth(t, "", "qwen3moe", quant.Q4_K, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	barriers := map[bool]int{}
+	decode := func(on bool) []float32 {
+		c.routerNorm = on
+		forgetKernels(c, "matvec_norm_f32")
+		r, err := NewResident(c, m, ResidentOptions{Context: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var all []float32
+		for i, id := range []int{1, 45, 329, 17} {
+			logits, err := r.Eval([]int{id}, i, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, logits...)
+		}
+		if _, made := c.kernels["matvec_norm_f32"]; made != on {
+			t.Fatalf("router norm %v: made matvec_norm_f32 %v", on, made)
+		}
+		barriers[on] = r.decode.barriers
+		return all
+	}
+	apart, folded := decode(false), decode(true)
+	if d := barriers[false] - barriers[true]; d != len(m.Layers) {
+		t.Errorf("the decode step has %d barriers with the router normalizing, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
+	}
+	worst := 0.0
+	for i := range apart {
+		worst = math.Max(worst, math.Abs(float64(apart[i]-folded[i])))
+	}
+	if !(worst <= 0.1) {
+		t.Fatalf("logits differ by up to %g from the RMSNorm stage's", worst)
+	}
+	t.Logf("logits within %.2g of the RMSNorm stage's", worst)
 }

@@ -348,9 +348,16 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	p := h.MoE
 	dim, ff, pairs := h.Dim, p.FFN, m*p.Used
 	stamp := r.stamper(s)
-	s.RMSNorm(r.x.All(), l.ffnNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
-	s.Barrier()
-	stamp("norm")
+	x8GateUp, x8Down := r.moeTakesX8(w, m)
+	// A decode step whose router is f32 and whose experts take the int8 products normalizes
+	// inside the router's product and the experts' rounding (no RMSNorm stage), where no
+	// shared expert reads the normalized row.
+	normInRouter := x8GateUp && w.shared == nil && r.c.routerNorm && w.router.typ == quant.F32 && len(w.router.slices) == 1 && dim%4 == 0
+	if !normInRouter {
+		s.RMSNorm(r.x.All(), l.ffnNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
+		s.Barrier()
+		stamp("norm")
+	}
 	xn := r.xn.Range(0, uint64(4*m*dim))
 	router := []projection{{w.router, ms.logits, p.Experts, false}}
 	if w.shared != nil {
@@ -363,18 +370,26 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		(w.shared == nil || r.c.actModeFor(w.shared.gating.typ) == actNone)
 	// A decode step on int8 products (x8.go) rounds xn once for all its experts, beside the
 	// router's product too.
-	x8GateUp, x8Down := r.moeTakesX8(w, m)
 	xnQ, xnS, hidQ, hidS, _ := r.moeX8Layout(dim, ff, p.Used)
 	if x8GateUp {
 		early = false
-		s.QuantizeX8(xn, xnQ, xnS, dim, 1, X8Input{Q8K: x8Q8K(w.gate.typ)})
+		if normInRouter {
+			g := l.ffnNorm.buf.All()
+			s.QuantizeX8(r.x.Range(0, uint64(4*dim)), xnQ, xnS, dim, 1, X8Input{Norm: &g, Eps: h.NormEps, Q8K: x8Q8K(w.gate.typ)})
+		} else {
+			s.QuantizeX8(xn, xnQ, xnS, dim, 1, X8Input{Q8K: x8Q8K(w.gate.typ)})
+		}
 	}
 	expertIn := xn
 	if early {
 		expertIn = r.xq.Range(0, uint64(4*m*dim))
 		s.QuantizeActivations(w.gate.typ, xn, expertIn, dim, m, dim)
 	}
-	r.project(s, xn, dim, m, router...)
+	if normInRouter {
+		s.MatVecNormF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)), dim, p.Experts, h.NormEps)
+	} else {
+		r.project(s, xn, dim, m, router...)
+	}
 	s.Barrier()
 	stamp("router")
 	s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),

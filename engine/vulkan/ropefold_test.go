@@ -2,10 +2,14 @@ package vulkan
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"testing"
 
+	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -162,5 +166,67 @@ func TestDecodeHeadRoundsTheOutputNorm(t *testing.T) {
 		if _, made := c.kernels[k]; made {
 			t.Errorf("the decode step made %s: the head's input has a norm stage of its own", k)
 		}
+	}
+}
+
+// qwen3's and the qwen35 hybrid's per-head query and key norms run inside the rotation and
+// KV store on the fast tier (rope_kv_norm, VKLLM_GPU_ROPE_NORMS): one barrier fewer for every
+// attention layer, logits within f32-level differences of the norm stage's (both sum a head's
+// squares, in different orders; an int8 rounding flipped by the last bit moves a tiny model's
+// logits by a few hundredths). Fails if the fold is not wired.
+func TestHeadNormsRunInsideRopeKV(t *testing.T) {
+	c := ctxOrSkip(t)
+	withTier(t, c, false)
+	defer func(on bool) { c.ropeNorms = on }(c.ropeNorms)
+	for _, tc := range []struct {
+		arch       string
+		attnLayers int
+	}{{"qwen3", 2}, {"qwen35", 1}} {
+		t.Run(tc.arch, func(t *testing.T) {
+			f, err := gguf.Open(modeltest.TinySynth(t, "", tc.arch, quant.Q8_0, 5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			m, err := model.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			barriers := map[bool]int{}
+			decode := func(on bool) []float32 {
+				c.ropeNorms = on
+				forgetKernels(c, "rope_kv_norm")
+				r, err := NewResident(c, m, ResidentOptions{Context: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				var all []float32
+				for i, id := range []int{1, 45, 329, 17} {
+					logits, err := r.Eval([]int{id}, i, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					all = append(all, logits...)
+				}
+				if _, made := c.kernels["rope_kv_norm"]; made != on {
+					t.Fatalf("norms in the rotation %v: made rope_kv_norm %v", on, made)
+				}
+				barriers[on] = r.decode.barriers
+				return all
+			}
+			apart, folded := decode(false), decode(true)
+			if d := barriers[false] - barriers[true]; d != tc.attnLayers {
+				t.Errorf("the decode step has %d barriers with the norms in the rotation, %d without: want %d fewer", barriers[true], barriers[false], tc.attnLayers)
+			}
+			worst := 0.0
+			for i := range apart {
+				worst = math.Max(worst, math.Abs(float64(apart[i]-folded[i])))
+			}
+			if !(worst <= 0.1) {
+				t.Fatalf("logits differ by up to %g from the norm stage's", worst)
+			}
+			t.Logf("logits within %.2g of the norm stage's", worst)
+		})
 	}
 }
