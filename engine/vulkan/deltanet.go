@@ -215,7 +215,7 @@ func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
 	s.Barrier()
 	s.AttnQSplit(r.dn.qg.All(), r.q.All(), h.HeadDim, m*qd)
 	s.Barrier()
-	normsInRope := r.ropeTakesHeadNorms(l)
+	normsInRope := r.ropeTakesHeadNorms(l, m)
 	if !normsInRope {
 		headNorms(r, s, l, m)
 		s.Barrier()

@@ -60,7 +60,7 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	s.Barrier()
 	// the variant with per-head norms (headNorms, the only one reading them) runs inside
 	// rope_kv_norm where that serves
-	normsInRope := !roped && variant != nil && r.ropeTakesHeadNorms(l)
+	normsInRope := !roped && variant != nil && r.ropeTakesHeadNorms(l, m)
 	if variant != nil && !normsInRope {
 		variant(r, s, l, m)
 		s.Barrier()
@@ -179,10 +179,12 @@ func qkvBiasVectors(optional bool) func(h model.Hyperparameters, l *model.Layer,
 	}
 }
 
-// ropeTakesHeadNorms reports whether layer l's per-head query and key norms run inside
-// rope_kv_norm (the fast tier, VKLLM_GPU_ROPE_NORMS) instead of a stage of their own.
-func (r *Resident) ropeTakesHeadNorms(l *layerWeights) bool {
-	return !r.c.exact && r.c.ropeNorms && l.qNorm.buf != nil && l.kNorm.buf != nil && r.h.HeadDim%2 == 0 && r.h.HeadDim <= 256
+// ropeTakesHeadNorms reports whether a decode step's per-head query and key norms (layer l's)
+// run inside rope_kv_norm (the fast tier, VKLLM_GPU_ROPE_NORMS) instead of a stage of their
+// own. Prefill windows keep the stage: a stage a window is nothing there, and the prompt rows
+// stay those the goldens were checked with.
+func (r *Resident) ropeTakesHeadNorms(l *layerWeights, m int) bool {
+	return m == 1 && !r.c.exact && r.c.ropeNorms && l.qNorm.buf != nil && l.kNorm.buf != nil && r.h.HeadDim%2 == 0 && r.h.HeadDim <= 256
 }
 
 // headNorms applies the per-head RMSNorm of queries and keys (qwen3, qwen3moe).
