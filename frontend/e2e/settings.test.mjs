@@ -1,6 +1,7 @@
 // End-to-end: a conversation's generation settings. With the echo engine (VKLLM_SIDECAR; 16
 // characters are a token) max tokens cuts the reply, which then says "stopped: max tokens" and
-// continues on Continue; the system prompt reaches the engine; the settings survive a reload.
+// continues on Continue; the system prompt reaches the engine; the settings survive a reload,
+// and quick edits of two fields keep both.
 // With the embedded model and the real sidecar, the same seed gives the same sampled reply, and
 // the model's load options (context, device, KV cache) reload it and survive an app restart.
 //
@@ -128,6 +129,43 @@ test("a conversation's settings are still there after a reload", async () => {
   await page.locator(".conv-title", { hasText: alphabet.slice(0, 20) }).click();
   await openSettings();
   assert.notEqual(await page.locator("#set-top-p").inputValue(), "3");
+});
+
+// Two fields left in quick succession: the first one's save is held back 800 ms on its way to
+// the app, the second field is typed and left meanwhile. The typed text stays in its field, and
+// after a reload both values are the saved ones (an older copy of the settings, sent later or
+// answered later, must not win).
+test("a field edited while another field's save is on its way keeps what was typed", async () => {
+  let first = true;
+  let pending = 0;
+  let done = 0;
+  const handler = async (route) => {
+    pending++;
+    if (first) {
+      first = false;
+      await new Promise((r) => setTimeout(r, 800));
+    }
+    const response = await route.fetch();
+    await route.fulfill({ response });
+    pending--;
+    done++;
+  };
+  await page.route("**/api/ChatService/SetConversationSettings", handler);
+  try {
+    await openSettings();
+    await setField("#set-max-tokens", 77);
+    await setField("#set-system", "You are a parrot named Ada.");
+    for (let i = 0; i < 200 && (done < 2 || pending > 0); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(done, 2, "the two saves did not both reach the app");
+    assert.equal(await page.locator("#set-system").inputValue(), "You are a parrot named Ada.", "the typed system prompt was replaced by an earlier save's answer");
+  } finally {
+    await page.unroute("**/api/ChatService/SetConversationSettings", handler);
+  }
+  await page.reload();
+  await page.locator(".conv-title", { hasText: alphabet.slice(0, 20) }).click();
+  await openSettings();
+  assert.equal(await page.locator("#set-max-tokens").inputValue(), "77");
+  assert.equal(await page.locator("#set-system").inputValue(), "You are a parrot named Ada.");
 });
 
 // On the embedded model at temperature 1: seed 42 twice gives one reply; another seed another.
