@@ -918,7 +918,7 @@ func (r *Resident) profile(wall time.Duration) {
 	r.profTok++
 	if r.profTok%32 == 0 {
 		args := []any{"tokens", r.profTok}
-		for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "router", "ffn_up", "swiglu", "ffn_down", "head", "wall"} {
+		for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "router", "route", "ffn_up", "swiglu", "ffn_down", "head", "wall"} {
 			args = append(args, k+"_us", math.Round(r.profSum[k]/float64(r.profTok)/1e3))
 		}
 		slog.Info("vulkan decode profile (per token)", args...)
@@ -999,7 +999,7 @@ func (r *Resident) logPrefill(s *Seq, n int, wall time.Duration) {
 		return
 	}
 	args := []any{"rows", n, "wall_ms", wall.Milliseconds()}
-	for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "router", "ffn_up", "swiglu", "ffn_down"} {
+	for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "router", "route", "ffn_up", "swiglu", "ffn_down"} {
 		args = append(args, k+"_us", math.Round(tm[k]/1e3))
 	}
 	slog.Info("vulkan prefill window profile", args...)

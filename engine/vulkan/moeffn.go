@@ -401,6 +401,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		r.sharedExpert(s, w.shared, xn, m)
 	}
 	s.Barrier()
+	stamp("route")
 	if m > 1 {
 		tilePairs := moeTilePairs
 		if r.c.moeUsesCoopmat(w.gate.typ, dim) && r.c.moeUsesCoopmat(w.up.typ, dim) && r.c.moeUsesCoopmat(w.down.typ, ff) {
