@@ -280,7 +280,11 @@ func (c *Context) attentionSelects() string {
 	case c.exact:
 		return "the exact tier's attention (llama.cpp's CPU order)"
 	case c.attFlash:
-		return fmt.Sprintf("split attention as attention_flash: eight lanes a position, a running softmax per 8-lane group, ranges of at least %d positions", c.flashMinRange)
+		groups := fmt.Sprintf("head groups of at most %d accumulators a lane", flashAccumulators)
+		if c.flashHeads > 0 {
+			groups = fmt.Sprintf("head groups of at most %d heads (VKLLM_GPU_ATT_FLASH_HEADS)", c.flashHeads)
+		}
+		return fmt.Sprintf("split attention as attention_flash: eight lanes a position, a running softmax per 8-lane group, ranges of at least %d positions, %s", c.flashMinRange, groups)
 	case c.Info.Features[FeatureSubgroupShuffle] && !config.GPUAttFlash.Bool():
 		return "split attention as attention_split, a thread a position (VKLLM_GPU_ATT_FLASH=0)"
 	default:
@@ -293,10 +297,11 @@ func (c *Context) attentionSelects() string {
 // splits (each a partial the merge reads).
 const flashMinRange = 64
 
-// flashAttentionKernel names the attention_flash variant for hp heads a workgroup (4 or 8 at
-// most) over headDim-wide heads (64, 128 or 256 at most: one, two or four 16-byte words per
-// lane): the smallest that holds them, so the lanes keep no more accumulators than they use;
-// "" for more than 4 heads over heads wider than 128 (no such variant: attention_split serves).
+// flashAttentionKernel names the attention_flash variant for hp heads a workgroup (2, 4 or 8
+// at most: 2 only over heads wider than 128) over headDim-wide heads (64, 128 or 256 at most:
+// one, two or four 16-byte words per lane): the smallest that holds them, so the lanes keep no
+// more accumulators than they use; "" for more than 4 heads over heads wider than 128 (no such
+// variant: attention_split serves). flashHeadsPerGroup picks hp.
 func flashAttentionKernel(hp, headDim int) string {
 	heads, words := 4, (headDim+63)/64
 	if hp > 4 {
