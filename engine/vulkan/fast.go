@@ -303,12 +303,9 @@ const flashMinRange = 64
 // more accumulators than they use; "" for more than 4 heads over heads wider than 128 (no such
 // variant: attention_split serves). flashHeadsPerGroup picks hp.
 func flashAttentionKernel(hp, headDim int) string {
-	heads, words := 4, (headDim+63)/64
+	heads, words := 4, flashWords(headDim)
 	if hp > 4 {
 		heads = 8
-	}
-	if words == 3 {
-		words = 4
 	}
 	if words == 4 && hp <= 2 {
 		heads = 2
@@ -317,6 +314,15 @@ func flashAttentionKernel(hp, headDim int) string {
 		return ""
 	}
 	return fmt.Sprintf("attention_flash_h%d_k%d", heads, words)
+}
+
+// flashWords is the 16-byte words of a K or V row's head that a lane of attention_flash takes:
+// 1, 2 or 4 (the variants' KPL) for heads up to 64, 128 or 256 wide.
+func flashWords(headDim int) int {
+	if words := (headDim + 63) / 64; words <= 2 {
+		return words
+	}
+	return 4
 }
 
 // flashAccumulators is the most 16-byte accumulators a lane of attention_flash holds by
@@ -328,11 +334,7 @@ const flashAccumulators = 16
 // head's as keep its lane's accumulators within flashAccumulators (VKLLM_GPU_ATT_FLASH_HEADS
 // sets the most, for A/B measurements). More workgroups then read the same K and V rows.
 func (c *Context) flashHeadsPerGroup(nHead, nKV, headDim int) int {
-	words := (headDim + 63) / 64
-	if words == 3 {
-		words = 4
-	}
-	most := max(1, flashAccumulators/(2*words))
+	most := max(1, flashAccumulators/(2*flashWords(headDim)))
 	if c.flashHeads > 0 {
 		most = c.flashHeads
 	}

@@ -78,7 +78,7 @@ type Resident struct {
 	x, xn, q, k, v, att, gate, up *Buffer
 	attPart                       *Buffer             // split attention's per-range partials (fast tier; nil on the exact tier)
 	xq                            *Buffer             // activations rounded for quantized weights
-	headNorms                     bool                // the recording's one-token head rounds RMSNorm(x)·output_norm itself (record left r.xn unwritten)
+	headRoundsNorm                bool                // the recording's one-token head rounds RMSNorm(x)·output_norm itself (record left r.xn unwritten)
 	stage                         *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
 	stagePlans                    map[int][]stageStep // per window size: its stagings in order (plannedStagings)
 	stagePlan                     []stageStep         // the plan the current recording replays (nil: none)
@@ -709,8 +709,8 @@ func (r *Resident) record(s *Seq, m int) {
 		s.Copy(r.x, 0, r.hout, 0, uint64(4*m*dim))
 		return
 	}
-	r.headNorms = m == 1 && r.takesX8(dim, 1, []projection{r.headProjection()})
-	if r.headNorms { // the head's rounding pass normalizes: one stage fewer a decode step
+	r.headRoundsNorm = m == 1 && r.takesX8(dim, 1, []projection{r.headProjection()})
+	if r.headRoundsNorm { // the head's rounding pass normalizes: one stage fewer a decode step
 		return
 	}
 	s.RMSNorm(r.x.All(), r.outNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
@@ -721,8 +721,8 @@ func (r *Resident) record(s *Seq, m int) {
 // head records the output projection of count rows starting at row first into logits.
 func (r *Resident) head(s *Seq, first, count int) {
 	dim := r.h.Dim
-	if r.headNorms && first == 0 && count == 1 {
-		r.headNorms = false
+	if r.headRoundsNorm && first == 0 && count == 1 {
+		r.headRoundsNorm = false
 		g := r.outNorm.buf.All()
 		r.projectX8(s, r.x.All(), X8Input{Norm: &g, Eps: r.h.NormEps}, dim, 1, []projection{r.headProjection()})
 		return

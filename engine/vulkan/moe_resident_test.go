@@ -18,8 +18,8 @@ import (
 // The mixture-of-experts models resident on the device: qwen3moe (renormalised top-k, no
 // shared expert) and qwen2moe (unnormalised weights, a shared expert under its sigmoid gate).
 
-// loadTinyMoE writes the tiny synth preset of arch in typ with seed and loads it.
-func loadTinyMoE(t *testing.T, dir, arch string, typ quant.Type, seed uint64) *model.Model {
+// loadTiny writes `vkllm synth`'s tiny preset of arch in typ with seed and loads it.
+func loadTiny(t *testing.T, dir, arch string, typ quant.Type, seed uint64) *model.Model {
 	t.Helper()
 	f, err := gguf.Open(modeltest.TinySynth(t, dir, arch, typ, seed))
 	if err != nil {
@@ -47,7 +47,7 @@ func TestResidentMoEAgreesWithCPU(t *testing.T) {
 	dir := t.TempDir()
 	for _, arch := range []string{"qwen3moe", "qwen2moe"} {
 		t.Run(arch, func(t *testing.T) {
-			m := loadTinyMoE(t, dir, arch, quant.F32, 5)
+			m := loadTiny(t, dir, arch, quant.F32, 5)
 			r, err := NewResident(c, m, ResidentOptions{Context: 64})
 			if err != nil {
 				t.Fatal(err)
@@ -139,7 +139,7 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := loadTinyMoE(t, dir, arch, typ, 7)
+		m := loadTiny(t, dir, arch, typ, 7)
 		cases := readGolden(t, golden)
 		for _, tier := range tiers {
 			if tier.exact && typ != quant.Q8_0 {

@@ -7,9 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
-	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -541,46 +539,12 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 	withTier(t, c, false)
 	defer func(x8, on bool) { c.x8, c.routerNorm = x8, on }(c.x8, c.routerNorm)
 	c.x8 = true
-	f, err := gguf.Open(modeltest.TinySynth(t, "", "qwen3moe", quant.Q4_K, 9))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	barriers := map[bool]int{}
-	decode := func(on bool) []float32 {
-		c.routerNorm = on
-		forgetKernels(c, "matvec_norm_f32")
-		r, err := NewResident(c, m, ResidentOptions{Context: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		var all []float32
-		for i, id := range []int{1, 45, 329, 17} {
-			logits, err := r.Eval([]int{id}, i, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, logits...)
-		}
-		if _, made := c.kernels["matvec_norm_f32"]; made != on {
-			t.Fatalf("router norm %v: made matvec_norm_f32 %v", on, made)
-		}
-		barriers[on] = r.decode.barriers
-		return all
-	}
-	apart, folded := decode(false), decode(true)
+	m := loadTiny(t, "", "qwen3moe", quant.Q4_K, 9)
+	logits, barriers := decodeSwitched(t, c, m, "matvec_norm_f32", func(on bool) { c.routerNorm = on })
 	if d := barriers[false] - barriers[true]; d != len(m.Layers) {
 		t.Errorf("the decode step has %d barriers with the router normalizing, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
 	}
-	worst := 0.0
-	for i := range apart {
-		worst = math.Max(worst, math.Abs(float64(apart[i]-folded[i])))
-	}
+	worst := maxAbsDiff(logits[false], logits[true])
 	if !(worst <= 0.1) {
 		t.Fatalf("logits differ by up to %g from the RMSNorm stage's", worst)
 	}

@@ -52,7 +52,7 @@ func TestResidentQwen35HybridsAgreeWithCPU(t *testing.T) {
 	dir := t.TempDir()
 	for _, arch := range []string{"qwen35", "qwen35moe"} {
 		for _, b := range hybridBounds {
-			m := loadTinyMoE(t, dir, arch, b.typ, 5)
+			m := loadTiny(t, dir, arch, b.typ, 5)
 			for _, tier := range tiers {
 				t.Run(fmt.Sprintf("%s-%v/%s", arch, b.typ, tier.name), func(t *testing.T) {
 					withTier(t, c, tier.exact)
@@ -188,7 +188,7 @@ func TestResidentQwen35RewindEqualsColdRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, arch := range []string{"qwen35", "qwen35moe"} {
-		m := loadTinyMoE(t, dir, arch, quant.Q8_0, 5)
+		m := loadTiny(t, dir, arch, quant.Q8_0, 5)
 		for _, tier := range tiers {
 			t.Run(arch+"/"+tier.name, func(t *testing.T) {
 				withTier(t, c, tier.exact)
@@ -282,7 +282,7 @@ func TestResidentQwen35SynthModelsMatchLlamaCpp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := loadTinyMoE(t, dir, arch, typ, 7)
+		m := loadTiny(t, dir, arch, typ, 7)
 		cases := readGolden(t, golden)
 		for _, tier := range tiers {
 			if tier.exact && typ != quant.Q8_0 {

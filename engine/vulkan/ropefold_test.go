@@ -7,9 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
-	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -169,6 +167,45 @@ func TestDecodeHeadRoundsTheOutputNorm(t *testing.T) {
 	}
 }
 
+// decodeSwitched runs four single-token decode steps of m with a fast-tier switch off, then on
+// (set sets it), checking that the kernel is made exactly when the switch is on; it returns
+// each run's logits and its decode command's barriers, keyed by the switch.
+func decodeSwitched(t *testing.T, c *Context, m *model.Model, kernel string, set func(bool)) (logits map[bool][]float32, barriers map[bool]int) {
+	t.Helper()
+	logits, barriers = map[bool][]float32{}, map[bool]int{}
+	for _, on := range []bool{false, true} {
+		set(on)
+		forgetKernels(c, kernel)
+		r, err := NewResident(c, m, ResidentOptions{Context: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range []int{1, 45, 329, 17} {
+			l, err := r.Eval([]int{id}, i, false)
+			if err != nil {
+				r.Close()
+				t.Fatal(err)
+			}
+			logits[on] = append(logits[on], l...)
+		}
+		barriers[on] = r.decode.barriers
+		r.Close()
+		if _, made := c.kernels[kernel]; made != on {
+			t.Fatalf("switch %v: made %s %v", on, kernel, made)
+		}
+	}
+	return logits, barriers
+}
+
+// maxAbsDiff is the largest |a[i] - b[i]|.
+func maxAbsDiff(a, b []float32) float64 {
+	worst := 0.0
+	for i := range a {
+		worst = math.Max(worst, math.Abs(float64(a[i]-b[i])))
+	}
+	return worst
+}
+
 // qwen3's and the qwen35 hybrid's per-head query and key norms run inside the rotation and
 // KV store on the fast tier (rope_kv_norm, VKLLM_GPU_ROPE_NORMS): one barrier fewer for every
 // attention layer, logits within f32-level differences of the norm stage's (both sum a head's
@@ -183,46 +220,12 @@ func TestHeadNormsRunInsideRopeKV(t *testing.T) {
 		attnLayers int
 	}{{"qwen3", 2}, {"qwen35", 1}} {
 		t.Run(tc.arch, func(t *testing.T) {
-			f, err := gguf.Open(modeltest.TinySynth(t, "", tc.arch, quant.Q8_0, 5))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			m, err := model.Load(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			barriers := map[bool]int{}
-			decode := func(on bool) []float32 {
-				c.ropeNorms = on
-				forgetKernels(c, "rope_kv_norm")
-				r, err := NewResident(c, m, ResidentOptions{Context: 64})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
-				var all []float32
-				for i, id := range []int{1, 45, 329, 17} {
-					logits, err := r.Eval([]int{id}, i, false)
-					if err != nil {
-						t.Fatal(err)
-					}
-					all = append(all, logits...)
-				}
-				if _, made := c.kernels["rope_kv_norm"]; made != on {
-					t.Fatalf("norms in the rotation %v: made rope_kv_norm %v", on, made)
-				}
-				barriers[on] = r.decode.barriers
-				return all
-			}
-			apart, folded := decode(false), decode(true)
+			m := loadTiny(t, "", tc.arch, quant.Q8_0, 5)
+			logits, barriers := decodeSwitched(t, c, m, "rope_kv_norm", func(on bool) { c.ropeNorms = on })
 			if d := barriers[false] - barriers[true]; d != tc.attnLayers {
 				t.Errorf("the decode step has %d barriers with the norms in the rotation, %d without: want %d fewer", barriers[true], barriers[false], tc.attnLayers)
 			}
-			worst := 0.0
-			for i := range apart {
-				worst = math.Max(worst, math.Abs(float64(apart[i]-folded[i])))
-			}
+			worst := maxAbsDiff(logits[false], logits[true])
 			if !(worst <= 0.1) {
 				t.Fatalf("logits differ by up to %g from the norm stage's", worst)
 			}
