@@ -2,8 +2,8 @@
 // head size (state_size), defined. One workgroup per value head, one thread per row j of the
 // head's S×S state (stored transposed, as engine/cpu keeps it: row j holds S[·][j]), the row in
 // registers for the whole window. The window's M tokens are folded in one after another: this
-// recurrent form serves prefill as well as decode (a chunk-parallel form would change the
-// summation order; prefill here is bound by the projections, not by this kernel). Per token:
+// recurrent form serves prefill as well as decode, on the exact tier (the fast tier's is
+// delta_rule_fast.glsl: the same recurrence, one barrier a token instead of about sixteen). Per token:
 //
 //	q, k   = l2norm(q), l2norm(k)    the query and key head h mod KH, sums of squares exact
 //	row j  = e^g row j;  row j += k · β (v_j − row j · k);  o_j = (row j · q) / sqrt(S)

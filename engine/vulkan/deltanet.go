@@ -415,13 +415,18 @@ func (s *Seq) SSMGates(beta, alpha, dtBias, a Binding, vh, m int) {
 
 // DeltaRule records the delta rule of m rows over vh value heads of stateSize (each reading
 // query and key head h mod kh of x, rows of c), their states in st, and the gated norm of the
-// outputs into o (see delta_rule.glsl).
+// outputs into o: delta_rule_fast.glsl on the fast tier (usesFastDeltaRule), delta_rule.glsl,
+// the CPU reference's order, on the exact one.
 func (s *Seq) DeltaRule(x, z, beta, g, norm, st, o Binding, stateSize, kh, vh, m, c int, eps, scale float32) {
 	if !deltaStateSizes[stateSize] {
 		s.fail(fmt.Errorf("delta rule: state size %d has no kernel (64 or 128)", stateSize))
 		return
 	}
-	kern := s.kernel(fmt.Sprintf("delta_rule_%d", stateSize), 7, 24)
+	name := "delta_rule"
+	if s.c.usesFastDeltaRule() {
+		name = "delta_rule_fast"
+	}
+	kern := s.kernel(fmt.Sprintf("%s_%d", name, stateSize), 7, 24)
 	if kern == nil {
 		return
 	}
@@ -448,3 +453,7 @@ func (s *Seq) AttnGate(qg, att Binding, headDim, n int) {
 	gx, gy := grid1D((n + 63) / 64)
 	s.Dispatch(kern, Push(uint32(n), uint32(headDim)), gx, gy, 1, qg, att)
 }
+
+// usesFastDeltaRule reports whether the DeltaNet's recurrence runs delta_rule_fast: the fast
+// tier (which has subgroup arithmetic), unless VKLLM_GPU_DELTA_FAST=0.
+func (c *Context) usesFastDeltaRule() bool { return !c.exact && c.deltaFast }

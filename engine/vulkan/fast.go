@@ -50,6 +50,7 @@ func (c *Context) selectNumericTier() {
 	c.ropeFold = config.GPURopeFold.Bool()
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()
+	c.deltaFast = config.GPUDeltaFast.Bool()
 	if n := config.GPUAttSplits.Int(); n > 0 {
 		c.splitCap = min(n, maxAttentionSplitsAB)
 	}
