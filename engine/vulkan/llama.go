@@ -679,10 +679,40 @@ func (r *Resident) normProject(s *Seq, g vector, k, m int, stamp func(string), p
 		r.projectX8(s, r.x.All(), X8Input{Norm: &gb, Eps: r.h.NormEps}, k, m, ps)
 		return
 	}
+	if x8, f32, ok := r.splitNormF32(k, m, ps); ok {
+		// the f32 products normalize x themselves beside the int8 products' rounding pass
+		for _, p := range f32 {
+			s.MatVecNormF32(p.w.slices[0].buf.All(), r.x.Range(0, uint64(4*k)), g.buf.All(), p.y.Range(0, uint64(4*p.w.slices[0].rows)), k, p.w.slices[0].rows, r.h.NormEps)
+		}
+		gb := g.buf.All()
+		r.projectX8(s, r.x.All(), X8Input{Norm: &gb, Eps: r.h.NormEps}, k, m, x8)
+		return
+	}
 	s.RMSNorm(r.x.All(), g.buf.All(), r.xn.All(), k, m, k, r.h.NormEps)
 	s.Barrier()
 	stamp("norm")
 	r.project(s, r.xn.All(), k, m, ps...)
+}
+
+// splitNormF32 splits a decode step's normed products into those on the int8 products and
+// f32 ones that matvec_norm_f32 serves (one slice, written not accumulated), so that no RMSNorm
+// stage precedes them (the Gated DeltaNet's beta and alpha beside its qkv and z; fast tier,
+// VKLLM_GPU_NORM_F32); ok is false where any product is neither or none is f32.
+func (r *Resident) splitNormF32(k, m int, ps []projection) (x8, f32 []projection, ok bool) {
+	if m != 1 || !r.c.normF32 || r.c.exact || k%4 != 0 {
+		return nil, nil, false
+	}
+	for _, p := range ps {
+		if p.w.typ == quant.F32 && len(p.w.slices) == 1 && !p.acc {
+			f32 = append(f32, p)
+		} else {
+			x8 = append(x8, p)
+		}
+	}
+	if len(f32) == 0 || len(x8) == 0 || !r.takesX8(k, m, x8) {
+		return nil, nil, false
+	}
+	return x8, f32, true
 }
 
 // record records the forward pass of m tokens (ids/pos buffers already hold them) up to the

@@ -21,7 +21,13 @@ import (
 // loadTiny writes `vkllm synth`'s tiny preset of arch in typ with seed and loads it.
 func loadTiny(t *testing.T, dir, arch string, typ quant.Type, seed uint64) *model.Model {
 	t.Helper()
-	f, err := gguf.Open(modeltest.TinySynth(t, dir, arch, typ, seed))
+	return loadTinyMix(t, dir, arch, synth.Uniform(typ), seed)
+}
+
+// loadTinyMix is loadTiny with each role's type from mix.
+func loadTinyMix(t *testing.T, dir, arch string, mix synth.Mix, seed uint64) *model.Model {
+	t.Helper()
+	f, err := gguf.Open(modeltest.TinySynthMix(t, dir, arch, mix, seed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +171,10 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				}
 				// the f32 router's decode product is the fast one on the fast tier (it took the
 				// one-thread-a-row matvec before); with int8 experts and no shared expert, the
-				// one that normalizes x itself (matvec_norm_f32, VKLLM_GPU_ROUTER_NORM)
+				// one that normalizes x itself (matvec_norm_f32, VKLLM_GPU_ROUTER_NORM), also with
+				// a shared expert on the int8 products (VKLLM_GPU_NORM_F32, VKLLM_GPU_SHARED_X8)
 				routerKernel := "matvec_fast_f32"
-				if x8 && c.routerNorm && m.Hyper.MoE.SharedFFN == 0 {
+				if x8 && c.routerNorm && (m.Hyper.MoE.SharedFFN == 0 || c.normF32 && c.sharedX8) {
 					routerKernel = "matvec_norm_f32"
 				}
 				forgetKernels(c, routerKernel)

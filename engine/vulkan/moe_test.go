@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/model/synth"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -549,4 +550,79 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 		t.Fatalf("logits differ by up to %g from the RMSNorm stage's", worst)
 	}
 	t.Logf("logits within %.2g of the RMSNorm stage's", worst)
+}
+
+// A decode step of the models with a shared expert or DeltaNet layers (qwen35moe, qwen2moe, the
+// dense qwen35), on the int8 products:
+// the DeltaNet's f32 beta and alpha normalize x themselves beside the rounding pass that
+// normalizes too (VKLLM_GPU_NORM_F32: no RMSNorm stage, one barrier fewer a DeltaNet layer),
+// and the shared expert takes its gate and up from a rounding made beside the routed
+// experts', SwiGLU folded into its down product's rounding, its down product beside the
+// routed experts' gate and up (VKLLM_GPU_SHARED_X8: three barriers fewer a layer; with both,
+// the router and the shared expert's gate normalize too: four). As in the ud-iq2_xxs mix, the
+// second model's shared expert (Q8_0, 32-blocks) is rounded apart from its routed experts
+// (Q6_K, Q8_K's 256-blocks; the tiny experts' down rows of 128 fall back to Q8_0). Every
+// combination's logits over four decode steps within 0.1 of both switches off (f32-level
+// differences in the norms; an int8 rounding flipped by the last bit moves a tiny model's
+// logits by a few hundredths) and its barrier count exactly that much lower: fails if either
+// is not wired.
+func TestDecodeFoldsTheSharedExpertAndF32Norms(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 products", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8, normF32, sharedX8 bool) { c.x8, c.normF32, c.sharedX8 = x8, normF32, sharedX8 }(c.x8, c.normF32, c.sharedX8)
+	c.x8 = true
+	apart := synth.Uniform(quant.Q8_0)
+	apart.Name, apart.Experts = "q8_0-q6_k-experts", quant.Q6_K
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		arch string
+		mix  synth.Mix
+	}{{"qwen35moe", synth.Uniform(quant.Q8_0)}, {"qwen35moe", apart}, {"qwen2moe", synth.Uniform(quant.Q8_0)}, {"qwen35", synth.Uniform(quant.Q8_0)}} {
+		t.Run(tc.arch+"-"+tc.mix.Name, func(t *testing.T) {
+			m := loadTinyMix(t, dir, tc.arch, tc.mix, 7)
+			deltaLayers, moeLayers := 0, 0
+			for _, l := range m.Layers {
+				if l.DeltaNet != nil {
+					deltaLayers++
+				}
+				if l.MoE != nil {
+					moeLayers++
+				}
+			}
+			type switches struct{ normF32, sharedX8 bool }
+			fewer := map[switches]int{{true, false}: deltaLayers, {false, true}: 3 * moeLayers, {true, true}: deltaLayers + 4*moeLayers}
+			decode := func(sw switches) ([]float32, int) {
+				c.normF32, c.sharedX8 = sw.normF32, sw.sharedX8
+				r, err := NewResident(c, m, ResidentOptions{Context: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				var logits []float32
+				for i, id := range []int{1, 45, 329, 17} {
+					l, err := r.Eval([]int{id}, i, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					logits = append(logits, l...)
+				}
+				return logits, r.decode.barriers
+			}
+			base, baseBarriers := decode(switches{})
+			for sw, want := range fewer {
+				logits, barriers := decode(sw)
+				if got := baseBarriers - barriers; got != want {
+					t.Errorf("%+v: %d barriers fewer a decode step than with both off (%d), want %d", sw, got, baseBarriers, want)
+				}
+				worst := maxAbsDiff(base, logits)
+				t.Logf("%+v: %d barriers (%d with both off), logits within %.2g", sw, barriers, baseBarriers, worst)
+				if !(worst <= 0.1) {
+					t.Errorf("%+v: logits differ by up to %g from both switches off", sw, worst)
+				}
+			}
+		})
+	}
 }

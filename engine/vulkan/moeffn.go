@@ -349,10 +349,16 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	dim, ff, pairs := h.Dim, p.FFN, m*p.Used
 	stamp := r.stamper(s)
 	x8GateUp, x8Down := r.moeTakesX8(w, m)
+	// A decode step on the int8 products may fold the combine into the down product
+	// (moe_down_x8); a shared expert then runs first, beside the route and the routed experts.
+	fold := x8GateUp && x8Down && (w.shared == nil || p.SharedFFN <= dim)
+	sharedX8 := fold && r.sharedTakesX8(w)
 	// A decode step whose router is f32 and whose experts take the int8 products normalizes
 	// inside the router's product and the experts' rounding (no RMSNorm stage), where no
-	// shared expert reads the normalized row.
-	normInRouter := x8GateUp && w.shared == nil && r.c.routerNorm && w.router.typ == quant.F32 && len(w.router.slices) == 1 && dim%4 == 0
+	// shared expert reads the normalized row, or the shared expert reads the experts' rounding
+	// and its gate normalizes too (VKLLM_GPU_NORM_F32).
+	normInRouter := x8GateUp && r.c.routerNorm && w.router.typ == quant.F32 && len(w.router.slices) == 1 && dim%4 == 0 &&
+		(w.shared == nil || sharedX8 && r.c.normF32 && w.shared.gating.typ == quant.F32 && len(w.shared.gating.slices) == 1)
 	if !normInRouter {
 		s.RMSNorm(r.x.All(), l.ffnNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
 		s.Barrier()
@@ -371,13 +377,22 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	// A decode step on int8 products (x8.go) rounds xn once for all its experts, beside the
 	// router's product too.
 	xnQ, xnS, hidQ, hidS, _ := r.moeX8Layout(dim, ff, p.Used)
+	shQ, shS := xnQ, xnS // the shared expert's rounded input (sharedX8)
 	if x8GateUp {
 		early = false
+		src, in := xn, X8Input{}
 		if normInRouter {
 			g := l.ffnNorm.buf.All()
-			s.QuantizeX8(r.x.Range(0, uint64(4*dim)), xnQ, xnS, dim, 1, X8Input{Norm: &g, Eps: h.NormEps, Q8K: x8Q8K(w.gate.typ)})
-		} else {
-			s.QuantizeX8(xn, xnQ, xnS, dim, 1, X8Input{Q8K: x8Q8K(w.gate.typ)})
+			src, in = r.x.Range(0, uint64(4*dim)), X8Input{Norm: &g, Eps: h.NormEps}
+		}
+		in.Q8K = x8Q8K(w.gate.typ)
+		s.QuantizeX8(src, xnQ, xnS, dim, 1, in)
+		if sharedX8 && x8Q8K(w.shared.gate.typ) != in.Q8K {
+			// its own blocks, where projectX8 puts a dim-wide rounding (before xnQ)
+			qb, sb := uint64(x8QuantBytes(dim)), uint64(x8ScaleBytes(dim))
+			shQ, shS = r.xq.Range(0, qb), r.xq.Range(qb, sb)
+			in.Q8K = !in.Q8K
+			s.QuantizeX8(src, shQ, shS, dim, 1, in)
 		}
 	}
 	expertIn := xn
@@ -387,6 +402,9 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	}
 	if normInRouter {
 		s.MatVecNormF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)), dim, p.Experts, h.NormEps)
+		if w.shared != nil {
+			s.MatVecNormF32(w.shared.gating.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.gateLogit.Range(0, 4), dim, 1, h.NormEps)
+		}
 	} else {
 		r.project(s, xn, dim, m, router...)
 	}
@@ -394,13 +412,16 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	stamp("router")
 	s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
 		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
-	// A decode step on the int8 products may fold the combine into the down product
-	// (moe_down_x8); the shared expert then runs first, its first product beside the route.
-	fold := x8GateUp && x8Down && (w.shared == nil || p.SharedFFN <= dim)
-	if fold && w.shared != nil {
+	switch {
+	case sharedX8:
+		// its gate and up beside the route, its down beside the routed experts' gate and up
+		r.sharedExpertX8(s, w.shared, shQ, shS)
+	case fold && w.shared != nil:
 		r.sharedExpert(s, w.shared, xn, m)
+		s.Barrier()
+	default:
+		s.Barrier()
 	}
-	s.Barrier()
 	stamp("route")
 	if m > 1 {
 		tilePairs := moeTilePairs
@@ -466,6 +487,39 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		sh.All(), g.All(), dim, p.Used, m, w.shared != nil)
 	s.Barrier()
 	stamp("ffn_down")
+}
+
+// sharedTakesX8 reports whether a decode step's shared expert takes the int8 products from a
+// rounding of the normed row made beside the routed experts' (sharedExpertX8): its gate and up
+// of types that round alike, its down with room for its input's, and the router and its gate
+// f32, so that no product of theirs rounds into r.xq (VKLLM_GPU_SHARED_X8).
+func (r *Resident) sharedTakesX8(w *moeWeights) bool {
+	sh := w.shared
+	if sh == nil || !r.c.sharedX8 || w.router.typ != quant.F32 || sh.gating.typ != quant.F32 {
+		return false
+	}
+	dim, sf := r.h.Dim, r.h.MoE.SharedFFN
+	if !r.c.usesX8(sh.gate.typ, dim, 1) || !r.c.usesX8(sh.up.typ, dim, 1) || x8Q8K(sh.gate.typ) != x8Q8K(sh.up.typ) ||
+		uint64(x8QuantBytes(dim)+x8ScaleBytes(dim)) > r.xq.Size {
+		return false
+	}
+	return r.takesX8(sf, 1, []projection{{sh.down, r.moe.shared, dim, false}})
+}
+
+// sharedExpertX8 records a decode step's shared expert on the int8 products: its gate and up
+// from xq and xs (the normed row rounded beside the routed experts' rounding), a barrier,
+// SwiGLU folded into the rounding of its down product's input, then the down product into
+// r.moe.shared without a barrier after it.
+func (r *Resident) sharedExpertX8(s *Seq, w *sharedExpert, xq, xs Binding) {
+	dim, sf := r.h.Dim, r.h.MoE.SharedFFN
+	for _, p := range []projection{{w.gate, r.gate, sf, false}, {w.up, r.up, sf, false}} {
+		for _, sl := range p.w.slices {
+			s.MatVecX8(p.w.typ, sl.buf.All(), xq, xs, sl.out(p.y, 0, 1, sf), dim, sl.rows, false)
+		}
+	}
+	s.Barrier()
+	up := r.up.Range(0, uint64(4*sf))
+	r.projectX8(s, r.gate.Range(0, uint64(4*sf)), X8Input{Up: &up}, sf, 1, []projection{{w.down, r.moe.shared, dim, false}})
 }
 
 // sharedExpert records the shared expert's output of m rows of xn into r.moe.shared:

@@ -12,10 +12,16 @@ import (
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
-// TinySynth writes `vkllm synth`'s tiny preset of arch (llama, qwen2, qwen3, qwen3moe, qwen2moe)
-// in typ with the embedded model's vocabulary into dir (the test's temporary folder when dir is
-// "") and returns its path. The same arguments write the same bytes.
+// TinySynth writes `vkllm synth`'s tiny preset of arch (llama, qwen2, qwen3, qwen3moe, qwen2moe,
+// qwen35, qwen35moe) in typ with the embedded model's vocabulary into dir (the test's temporary
+// folder when dir is "") and returns its path. The same arguments write the same bytes.
 func TinySynth(tb testing.TB, dir, arch string, typ quant.Type, seed uint64) string {
+	tb.Helper()
+	return TinySynthMix(tb, dir, arch, synth.Uniform(typ), seed)
+}
+
+// TinySynthMix is TinySynth with each role's type from mix (synth.Mixes, or synth.Uniform).
+func TinySynthMix(tb testing.TB, dir, arch string, mix synth.Mix, seed uint64) string {
 	tb.Helper()
 	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
 	if err != nil {
@@ -29,9 +35,9 @@ func TinySynth(tb testing.TB, dir, arch string, typ quant.Type, seed uint64) str
 	if dir == "" {
 		dir = tb.TempDir()
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.gguf", arch, typ, seed))
-	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: arch, Shape: shape, Type: typ, Vocab: vocab, Seed: seed}); err != nil {
-		tb.Fatalf("write the tiny %s in %v: %v", arch, typ, err)
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.gguf", arch, mix.Name, seed))
+	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: arch, Shape: shape, Mix: &mix, Vocab: vocab, Seed: seed}); err != nil {
+		tb.Fatalf("write the tiny %s in %s: %v", arch, mix.Name, err)
 	}
 	return path
 }
