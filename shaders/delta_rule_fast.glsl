@@ -7,25 +7,28 @@
 //
 //	‖q‖, ‖k‖, row j · k   each thread sums them itself over the token's raw q and k (no
 //	                      reduction): l2norm(k)·x = k·(x / max(‖k‖, eps))
+//	β, g  = sigmoid(β), softplus(α + dt_bias)·A   ssm_gates' gates, from the raw projections
 //	row j = e^g row j + k · sk·β (v_j − e^g sk (row j · k)),  sk = 1 / max(‖k‖, eps)
 //	o_j   = (row j · q) · sq / sqrt(S),  sq = 1 / max(‖q‖, eps)
 //	out_j = rmsnorm(o)_j · w_j · silu(z_j)   (the head's sum of squares: a subgroup sum, the
 //	                                         subgroups' partials in shared memory, the barrier)
 //
-// The token's q and k wait in shared memory, loaded by the first half of the threads while the
-// previous token is folded in (two alternating copies; the token's barrier orders them), as do
-// the norm's partials. Dot products end in another order than the CPU reference's: the kernel
+// (so no ssm_gates stage before it). The token's q and k wait in shared memory, loaded by the
+// first half of the threads while the previous token is folded in (two alternating copies; the
+// token's barrier orders them), as do the norm's partials. Dot products end in another order than the CPU reference's: the kernel
 // is held to a stated bound of a float64 reference (TestDeltaRuleMatchesFloat64Reference).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x = S) in;
 layout(std430, binding = 0) readonly buffer Xb { float x[]; };     // M × C: q heads, k heads, v heads (after the conv)
 layout(std430, binding = 1) readonly buffer Zb { float z[]; };     // M × VH·S: the output gate
-layout(std430, binding = 2) readonly buffer Bb { float beta[]; };  // M × VH
-layout(std430, binding = 3) readonly buffer Gb { float g[]; };     // M × VH: the log-decay
+layout(std430, binding = 2) readonly buffer Bb { float beta[]; };  // M × VH: the beta projection
+layout(std430, binding = 3) readonly buffer Ab { float alpha[]; }; // M × VH: the alpha projection
 layout(std430, binding = 4) readonly buffer Nb { float nw[]; };    // S: the gated norm's weight
 layout(std430, binding = 5) buffer Sb { vec4 state[]; };           // VH × S × S
 layout(std430, binding = 6) writeonly buffer Ob { float o[]; };    // M × VH·S
+layout(std430, binding = 7) readonly buffer Db { float dtBias[]; }; // VH
+layout(std430, binding = 8) readonly buffer Rb { float ra[]; };     // VH: A = -exp(A_log)
 layout(push_constant) uniform P { uint M; uint C; uint KH; uint VH; float eps; float scale; } p;
 
 const uint S4 = S / 4u;
@@ -63,8 +66,9 @@ void main() {
         uint b = i & 1u;
         if (i + 1u < p.M) load(i + 1u, kh, b ^ 1u); // read after this token's barrier
         float v = x[i * p.C + 2u * kd + hh * S + j];
-        float decay = exp(g[i * p.VH + hh]);
-        float be = beta[i * p.VH + hh];
+        float be = 1.0 / (1.0 + exp(-beta[i * p.VH + hh]));
+        float xa = alpha[i * p.VH + hh] + dtBias[hh];
+        float decay = exp((xa > 20.0 ? xa : log(1.0 + exp(xa))) * ra[hh]);
 
         vec4 kk = vec4(0.0), rk = vec4(0.0);
         for (uint c = 0u; c < S4; c++) {

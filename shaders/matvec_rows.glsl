@@ -6,9 +6,14 @@
 
 shared float sgPart[16u * NR];
 
+#ifndef STORE_ROW
+// STORE_ROW ends row r with its sum (a variant may define its own end first: matvec_x8's CONV).
+#define STORE_ROW(r, sum) y[r] = p.accumulate != 0u ? y[r] + sum : sum
+#endif
+
 // finishRows writes y[row0 + i] (+)= the sum over lanes (and, with share, subgroups) of acc[i]
-// for the pass's rows that exist; r0 is row0's place in the workgroup's rows. With share it
-// holds barriers: every invocation of the workgroup must call it. With ROPE_KV (matvec_x8.glsl)
+// for the pass's rows that exist (through STORE_ROW); r0 is row0's place in the workgroup's
+// rows. With share it holds barriers: every invocation of the workgroup must call it. With ROPE_KV (matvec_x8.glsl)
 // the rows end in pairs through storePair instead (NR even, row0 even).
 void finishRows(float acc[NR], uint row0, uint r0, bool share) {
     if (share) { // uniform across the workgroup
@@ -32,7 +37,7 @@ void finishRows(float acc[NR], uint row0, uint r0, bool share) {
             uint i = gl_LocalInvocationID.x, r = row0 + i;
             float sum = 0.0;
             for (uint g = 0u; g < gl_NumSubgroups; g++) sum += sgPart[g * NR + i];
-            if (r < p.N) y[r] = p.accumulate != 0u ? y[r] + sum : sum;
+            if (r < p.N) STORE_ROW(r, sum);
         }
 #endif
         barrier();
@@ -51,7 +56,7 @@ void finishRows(float acc[NR], uint row0, uint r0, bool share) {
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         float sum = subgroupAdd(acc[i]);
         uint r = row0 + i;
-        if (subgroupElect() && r < p.N && r0 + i < p.rowsPerWG) y[r] = p.accumulate != 0u ? y[r] + sum : sum;
+        if (subgroupElect() && r < p.N && r0 + i < p.rowsPerWG) STORE_ROW(r, sum);
     }
 #endif
 }

@@ -25,6 +25,9 @@ layout(push_constant) uniform P {
     uint rowsPerX;   // workgroups per grid line (gl_NumWorkGroups.x)
     uint accumulate; // 1: y += W·x
     uint shareRows;  // 1: all subgroups of the workgroup split K of the same NR rows (rowsPerWG = NR)
+#ifdef CONV
+    uint convK;      // the convolution's taps
+#endif
 #ifdef ROPE_KV
     uint headDim;    // rows per head
     uint ropeDim;    // the rotated rows of each head (its first ones, in adjacent pairs)
@@ -63,6 +66,33 @@ void storePair(uint r, float a, float b) {
         yu[(pos[0] * p.N + r) / 2u] = packHalf2x16(vec2(roundHalf(a), roundHalf(b)));
     }
 }
+#endif
+
+#ifdef CONV
+// CONV (matvec_x8_<type>_conv): the decode step's Gated DeltaNet qkv product ends as ssm_conv
+// does for one token (its arithmetic: each product rounded before the sum, a correctly rounded
+// exp and division): row r is channel r, y[r] = silu(Σ_t state[t][r]·w[r][t] + v·w[r][K-1])
+// over its last K-1 inputs (the state, oldest first) and the product v, and the state moves on
+// by one with v as its newest input. One stage fewer than ssm_conv's a decode step.
+layout(std430, binding = 4) readonly buffer CWb { float cw[]; }; // N × K taps, the oldest input's first
+layout(std430, binding = 5) buffer CSb { float cst[]; };         // (K-1) × N: every channel's last K-1 inputs
+#include "exact.glsl" // expExact, divExact
+
+void storeRowConv(uint r, float v) {
+    uint n = p.convK - 1u;
+    precise float sum = 0.0;
+    for (uint t = 0u; t < n; t++) {
+        precise float pr = cst[t * p.N + r] * cw[r * p.convK + t];
+        sum = sum + pr;
+    }
+    precise float last = v * cw[r * p.convK + n];
+    sum = sum + last;
+    for (uint t = 0u; t + 1u < n; t++) cst[t * p.N + r] = cst[(t + 1u) * p.N + r];
+    if (n > 0u) cst[(n - 1u) * p.N + r] = v;
+    precise float e = 1.0 + expExact(-sum);
+    y[r] = divExact(sum, e);
+}
+#define STORE_ROW(r, sum) storeRowConv(r, sum)
 #endif
 
 #ifndef NR_ROWS

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/vkllm/vkllm/engine/model"
+	"github.com/vkllm/vkllm/engine/quant"
 )
 
 // The Gated-DeltaNet hybrids' parts (qwen35, qwen35moe; arch_qwen35*.go compose them): the
@@ -151,8 +152,50 @@ func (r *Resident) uploadDeltaNet(i int, d *model.DeltaNet) (*deltaNetWeights, e
 		r.Bytes.Recurrent += (*s.dst).Size
 		r.Bytes.Scratch += (*s.dst).Size
 	}
+	dw.qkv.conv = &convEnd{taps: dw.conv.buf, state: dw.convState, k: p.ConvKernel}
 	ok = true
 	return dw, nil
+}
+
+// convEnd is what the DeltaNet's qkv product needs to end as ssm_conv does for one token
+// (MatVecX8Conv): the convolution's taps, its state and its width.
+type convEnd struct {
+	taps, state *Buffer
+	k           int
+}
+
+// MatVecX8Conv records a decode step's qkv product (weights w of type t, n rows of k elements,
+// over x rounded by QuantizeX8) ending as SSMConv does for one token: y gets silu of each
+// channel's causal convolution of width convK (taps C × convK), the state (convK-1 rows of n)
+// moves on by the product.
+func (s *Seq) MatVecX8Conv(t quant.Type, w, xq, xs, y, taps, state Binding, k, n, convK int) {
+	nr, ok := x8Rows[t]
+	if !ok || k%blockElems(t) != 0 || convK < 1 || convK > 8 {
+		s.fail(fmt.Errorf("matvec_x8 conv: %v rows of %d elements, a convolution of %d taps: unsupported", t, k, convK))
+		return
+	}
+	rowBytes, err := t.RowBytes(k)
+	if err != nil {
+		s.fail(fmt.Errorf("matvec_x8 conv: %w", err))
+		return
+	}
+	if w.Size < uint64(rowBytes*n) || y.Size < uint64(4*n) || taps.Size < uint64(4*n*convK) || state.Size < uint64(4*n*(convK-1)) ||
+		xq.Size < uint64(x8QuantBytes(k)) || xs.Size < uint64(x8ScaleBytes(k)) {
+		s.fail(fmt.Errorf("matvec_x8 conv: %v %dx%d: a binding is too small", t, n, k))
+		return
+	}
+	kern := s.kernel(x8Kernel("matvec_x8_", t)+"_conv", 6, 28)
+	if kern == nil {
+		return
+	}
+	rows, share, gx, gy := s.c.decodeRowGrid(nr, n)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, uint32(0), share, uint32(convK)), gx, gy, 1, w, xq, xs, y, taps, state)
+}
+
+// endsWithConv reports whether a one-token product of w ends as ssm_conv (MatVecX8Conv): the
+// DeltaNet's qkv weight in one slice on the fast tier (VKLLM_GPU_CONV_FOLD).
+func (r *Resident) endsWithConv(w weight) bool {
+	return w.conv != nil && r.c.convFold && !r.c.exact && len(w.slices) == 1 && x8Kernel("matvec_x8_", w.typ) != ""
 }
 
 // deltaScratchAllocs are the hybrids' scratch buffers for r.rows rows (none for other models).
@@ -177,24 +220,37 @@ func (r *Resident) deltaScratchAllocs() []struct {
 // from the previous pass:
 //
 //	qkv, z, β, α = projections of RMSNorm(x)
-//	q, k, v      = silu(conv(qkv))        ssm_conv, updating the conv state
-//	β, g         = sigmoid(β), softplus(α + dt_bias) · A   ssm_gates
+//	q, k, v      = silu(conv(qkv))        ssm_conv, updating the conv state (a decode step on
+//	                                      the int8 products: the qkv product's end, MatVecX8Conv)
+//	β, g         = sigmoid(β), softplus(α + dt_bias) · A   ssm_gates (the fast tier: inside
+//	                                      delta_rule_fast)
 //	o            = the delta rule of every value head, with the gated norm   delta_rule_<S>
 func (r *Resident) deltaNet(s *Seq, l *layerWeights, m int) {
 	h, p, d, ds := r.h, r.h.SSM, l.dn, &r.dn
 	cd, vd, vh := p.ConvDim(), p.ValueDim(), p.VHeads
 	stamp := r.stamper(s)
+	fast := r.c.usesFastDeltaRule()
+	r.convEnded = false
 	r.normProject(s, l.attnNorm, h.Dim, m, stamp, projection{d.qkv, ds.mixed, cd, false}, projection{d.z, ds.z, vd, false},
 		projection{d.beta, ds.beta, vh, false}, projection{d.alpha, ds.alpha, vh, false})
 	s.Barrier()
 	stamp("qkv")
-	s.SSMConv(ds.mixed.All(), d.conv.buf.All(), d.convState.All(), cd, m, p.ConvKernel)
-	s.SSMGates(ds.beta.All(), ds.alpha.All(), d.dtBias.buf.All(), d.a.buf.All(), vh, m)
-	s.Barrier()
-	stamp("ssm_conv")
+	if !r.convEnded { // else the qkv product ended as ssm_conv (MatVecX8Conv)
+		s.SSMConv(ds.mixed.All(), d.conv.buf.All(), d.convState.All(), cd, m, p.ConvKernel)
+		if !fast { // delta_rule_fast gates beta and alpha itself
+			s.SSMGates(ds.beta.All(), ds.alpha.All(), d.dtBias.buf.All(), d.a.buf.All(), vh, m)
+		}
+		s.Barrier()
+		stamp("ssm_conv")
+	}
 	scale := 1 / float32(math.Sqrt(float64(p.StateSize)))
-	s.DeltaRule(ds.mixed.All(), ds.z.All(), ds.beta.All(), ds.alpha.All(), d.norm.buf.All(), d.ssmState.All(), ds.out.All(),
-		p.StateSize, p.KHeads, vh, m, cd, h.NormEps, scale)
+	if fast {
+		s.DeltaRuleFast(ds.mixed.All(), ds.z.All(), ds.beta.All(), ds.alpha.All(), d.dtBias.buf.All(), d.a.buf.All(), d.norm.buf.All(),
+			d.ssmState.All(), ds.out.All(), p.StateSize, p.KHeads, vh, m, cd, h.NormEps, scale)
+	} else {
+		s.DeltaRule(ds.mixed.All(), ds.z.All(), ds.beta.All(), ds.alpha.All(), d.norm.buf.All(), d.ssmState.All(), ds.out.All(),
+			p.StateSize, p.KHeads, vh, m, cd, h.NormEps, scale)
+	}
 	s.Barrier()
 	stamp("delta_rule")
 	r.project(s, ds.out.All(), vd, m, projection{d.out, r.x, h.Dim, true})
@@ -415,22 +471,32 @@ func (s *Seq) SSMGates(beta, alpha, dtBias, a Binding, vh, m int) {
 
 // DeltaRule records the delta rule of m rows over vh value heads of stateSize (each reading
 // query and key head h mod kh of x, rows of c), their states in st, and the gated norm of the
-// outputs into o: delta_rule_fast.glsl on the fast tier (usesFastDeltaRule), delta_rule.glsl,
-// the CPU reference's order, on the exact one.
+// outputs into o, beta and g already gated (SSMGates): delta_rule.glsl, the CPU reference's
+// order (the exact tier's).
 func (s *Seq) DeltaRule(x, z, beta, g, norm, st, o Binding, stateSize, kh, vh, m, c int, eps, scale float32) {
 	if !deltaStateSizes[stateSize] {
 		s.fail(fmt.Errorf("delta rule: state size %d has no kernel (64 or 128)", stateSize))
 		return
 	}
-	name := "delta_rule"
-	if s.c.usesFastDeltaRule() {
-		name = "delta_rule_fast"
-	}
-	kern := s.kernel(fmt.Sprintf("%s_%d", name, stateSize), 7, 24)
+	kern := s.kernel(fmt.Sprintf("delta_rule_%d", stateSize), 7, 24)
 	if kern == nil {
 		return
 	}
 	s.Dispatch(kern, Push(uint32(m), uint32(c), uint32(kh), uint32(vh), eps, scale), uint32(vh), 1, 1, x, z, beta, g, norm, st, o)
+}
+
+// DeltaRuleFast records DeltaRule on the fast tier (delta_rule_fast.glsl) from the raw beta and
+// alpha projections, gated inside the kernel with dtBias and a as SSMGates gates them.
+func (s *Seq) DeltaRuleFast(x, z, beta, alpha, dtBias, a, norm, st, o Binding, stateSize, kh, vh, m, c int, eps, scale float32) {
+	if !deltaStateSizes[stateSize] {
+		s.fail(fmt.Errorf("delta rule: state size %d has no kernel (64 or 128)", stateSize))
+		return
+	}
+	kern := s.kernel(fmt.Sprintf("delta_rule_fast_%d", stateSize), 9, 24)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(m), uint32(c), uint32(kh), uint32(vh), eps, scale), uint32(vh), 1, 1, x, z, beta, alpha, norm, st, o, dtBias, a)
 }
 
 // AttnQSplit records the copy of n query values out of the gated query projection qg (each

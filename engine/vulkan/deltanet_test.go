@@ -69,7 +69,8 @@ func deltaRuleRef(x, z, beta, g, w, st []float32, s, kh, vh, m int, eps float64,
 // every output and state value within 1e-4 · max(1, |ref|) (f32 sums of S products of
 // unit-scale values in the reference's order, measured 1.5e-6 on lavapipe over 3 tokens).
 // Fast tier (delta_rule_fast_<S>, fused multiply-adds, four partial sums a dot product, the
-// device's exp and roots): the same bound over 3 tokens, and over 40 tokens (the state carried
+// device's exp, log and roots, beta and alpha gated inside from the raw projections): the same
+// bound over 3 tokens, and over 40 tokens (the state carried
 // through each: the error stays at f32's level instead of growing, since e^g < 1 and the
 // delta rule's update contracts it). A wrong head mapping, decay or norm is off by far more:
 // negative control, the reference with value head h reading key head h / (vh/kh) (grouped, not
@@ -96,15 +97,31 @@ func TestDeltaRuleMatchesFloat64Reference(t *testing.T) {
 					cd, vd := 2*kh*s+vh*s, vh*s
 					x, z, w := randVec(rng, m*cd, 1), randVec(rng, m*vd, 1), randVec(rng, s, 1)
 					st := randVec(rng, vh*s*s, 0.1)
+					// the raw projections (the fast kernel gates them) and their gates (the exact one's input)
+					betaRaw, alphaRaw := randVec(rng, m*vh, 2), randVec(rng, m*vh, 2)
+					dtBias, a := randVec(rng, vh, 1), make([]float32, vh)
+					for h := range a {
+						a[h] = float32(-math.Exp(rng.Float64() - 1)) // A = -exp(A_log)
+					}
 					beta, g := make([]float32, m*vh), make([]float32, m*vh)
 					for i := range beta {
-						beta[i] = float32(rng.Float64())
-						g[i] = float32(-0.5 * rng.Float64())
+						beta[i] = float32(1 / (1 + math.Exp(-float64(betaRaw[i]))))
+						xa := float64(alphaRaw[i]) + float64(dtBias[i%vh])
+						if xa <= 20 {
+							xa = math.Log1p(math.Exp(xa))
+						}
+						g[i] = float32(xa * float64(a[i%vh]))
 					}
 					stB, out := upload(t, c, st), zeros(t, c, m*vd)
 					run(t, c, func(sq *Seq) {
-						sq.DeltaRule(upload(t, c, x).All(), upload(t, c, z).All(), upload(t, c, beta).All(), upload(t, c, g).All(), upload(t, c, w).All(),
-							stB.All(), out.All(), s, kh, vh, m, cd, eps, float32(1/math.Sqrt(float64(s))))
+						scale := float32(1 / math.Sqrt(float64(s)))
+						if tier.exact {
+							sq.DeltaRule(upload(t, c, x).All(), upload(t, c, z).All(), upload(t, c, beta).All(), upload(t, c, g).All(), upload(t, c, w).All(),
+								stB.All(), out.All(), s, kh, vh, m, cd, eps, scale)
+							return
+						}
+						sq.DeltaRuleFast(upload(t, c, x).All(), upload(t, c, z).All(), upload(t, c, betaRaw).All(), upload(t, c, alphaRaw).All(),
+							upload(t, c, dtBias).All(), upload(t, c, a).All(), upload(t, c, w).All(), stB.All(), out.All(), s, kh, vh, m, cd, eps, scale)
 					})
 					if _, made := c.kernels[kernel]; !made {
 						t.Fatalf("the %s tier did not make %s", tier.name, kernel)
@@ -150,10 +167,15 @@ func BenchmarkDeltaRule(b *testing.B) {
 		x, z := benchBuffer(b, c, f32Bytes(randVec(rng, m*cd, 1))), benchBuffer(b, c, f32Bytes(randVec(rng, m*vd, 1)))
 		beta, g := benchBuffer(b, c, f32Bytes(randVec(rng, m*vh, 0.5))), benchBuffer(b, c, f32Bytes(randVec(rng, m*vh, 0.1)))
 		w, st, out := benchBuffer(b, c, f32Bytes(randVec(rng, s, 1))), benchBuffer(b, c, f32Bytes(randVec(rng, vh*s*s, 0.1))), benchBuffer(b, c, make([]byte, 4*m*vd))
+		dt, a := benchBuffer(b, c, f32Bytes(randVec(rng, vh, 1))), benchBuffer(b, c, f32Bytes(randVec(rng, vh, 1)))
 		for _, tier := range tiers {
 			withTier(b, c, tier.exact)
 			best := bestNsPerRep(b, c, 4, func(sq *Seq) {
-				sq.DeltaRule(x.All(), z.All(), beta.All(), g.All(), w.All(), st.All(), out.All(), s, kh, vh, m, cd, eps, float32(1/math.Sqrt(s)))
+				if tier.exact {
+					sq.DeltaRule(x.All(), z.All(), beta.All(), g.All(), w.All(), st.All(), out.All(), s, kh, vh, m, cd, eps, float32(1/math.Sqrt(s)))
+					return
+				}
+				sq.DeltaRuleFast(x.All(), z.All(), beta.All(), g.All(), dt.All(), a.All(), w.All(), st.All(), out.All(), s, kh, vh, m, cd, eps, float32(1/math.Sqrt(s)))
 			}) / 1e3
 			b.Logf("%s tier: %d rows: %.1f us a window, %.2f us a token", tier.name, m, best, best/float64(m))
 			b.ReportMetric(best, fmt.Sprintf("%s-m%d-us", tier.name, m))

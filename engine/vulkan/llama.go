@@ -34,6 +34,7 @@ type weight struct {
 	rows   int
 	cols   int
 	slices []weightSlice
+	conv   *convEnd // the DeltaNet's qkv weight: its convolution, for the decode product's end (endsWithConv)
 }
 
 type weightSlice struct {
@@ -78,6 +79,7 @@ type Resident struct {
 	x, xn, q, k, v, att, gate, up *Buffer
 	attPart                       *Buffer             // split attention's per-range partials (fast tier; nil on the exact tier)
 	xq                            *Buffer             // activations rounded for quantized weights
+	convEnded                     bool                // projectX8 ended a DeltaNet qkv product as ssm_conv (deltaNet then records no ssm_conv)
 	headRoundsNorm                bool                // the recording's one-token head rounds RMSNorm(x)·output_norm itself (record left r.xn unwritten)
 	stage                         *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
 	stagePlans                    map[int][]stageStep // per window size: its stagings in order (plannedStagings)

@@ -553,26 +553,31 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 }
 
 // A decode step of the models with a shared expert or DeltaNet layers (qwen35moe, qwen2moe, the
-// dense qwen35), on the int8 products:
-// the DeltaNet's f32 beta and alpha normalize x themselves beside the rounding pass that
-// normalizes too (VKLLM_GPU_NORM_F32: no RMSNorm stage, one barrier fewer a DeltaNet layer),
-// and the shared expert takes its gate and up from a rounding made beside the routed
-// experts', SwiGLU folded into its down product's rounding, its down product beside the
-// routed experts' gate and up (VKLLM_GPU_SHARED_X8: three barriers fewer a layer; with both,
-// the router and the shared expert's gate normalize too: four). As in the ud-iq2_xxs mix, the
-// second model's shared expert (Q8_0, 32-blocks) is rounded apart from its routed experts
-// (Q6_K, Q8_K's 256-blocks; the tiny experts' down rows of 128 fall back to Q8_0). Every
-// combination's logits over four decode steps within 0.1 of both switches off (f32-level
-// differences in the norms; an int8 rounding flipped by the last bit moves a tiny model's
-// logits by a few hundredths) and its barrier count exactly that much lower: fails if either
-// is not wired.
-func TestDecodeFoldsTheSharedExpertAndF32Norms(t *testing.T) {
+// dense qwen35), on the int8 products, with each of three folds:
+//   - VKLLM_GPU_CONV_FOLD: the DeltaNet's qkv product ends as ssm_conv does (delta_rule_fast
+//     gates beta and alpha itself): one barrier fewer a DeltaNet layer;
+//   - VKLLM_GPU_NORM_F32: the DeltaNet's f32 beta and alpha normalize x themselves beside the
+//     rounding pass that normalizes too (no RMSNorm stage): one barrier fewer a DeltaNet layer;
+//   - VKLLM_GPU_SHARED_X8: the shared expert takes its gate and up from a rounding made beside
+//     the routed experts', SwiGLU folded into its down product's rounding, its down product
+//     beside the routed experts' gate and up: three barriers fewer a layer (four with
+//     VKLLM_GPU_NORM_F32: the router and the shared expert's gate normalize too).
+//
+// As in the ud-iq2_xxs mix, the second model's shared expert (Q8_0, 32-blocks) is rounded apart
+// from its routed experts (Q6_K, Q8_K's 256-blocks; the tiny experts' down rows of 128 fall
+// back to Q8_0). Each case's logits over four decode steps within 0.1 of all folds off
+// (f32-level differences in the norms; an int8 rounding flipped by the last bit moves a tiny
+// model's logits by a few hundredths; measured 0 on lavapipe) and its barrier count exactly
+// that much lower: fails if any is not wired.
+func TestDecodeFoldsTheConvSharedExpertAndF32Norms(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 products", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, normF32, sharedX8 bool) { c.x8, c.normF32, c.sharedX8 = x8, normF32, sharedX8 }(c.x8, c.normF32, c.sharedX8)
+	defer func(x8, normF32, sharedX8, convFold bool) {
+		c.x8, c.normF32, c.sharedX8, c.convFold = x8, normF32, sharedX8, convFold
+	}(c.x8, c.normF32, c.sharedX8, c.convFold)
 	c.x8 = true
 	apart := synth.Uniform(quant.Q8_0)
 	apart.Name, apart.Experts = "q8_0-q6_k-experts", quant.Q6_K
@@ -592,10 +597,11 @@ func TestDecodeFoldsTheSharedExpertAndF32Norms(t *testing.T) {
 					moeLayers++
 				}
 			}
-			type switches struct{ normF32, sharedX8 bool }
-			fewer := map[switches]int{{true, false}: deltaLayers, {false, true}: 3 * moeLayers, {true, true}: deltaLayers + 4*moeLayers}
+			type switches struct{ normF32, sharedX8, convFold bool }
+			fewer := map[switches]int{{true, false, false}: deltaLayers, {false, true, false}: 3 * moeLayers,
+				{false, false, true}: deltaLayers, {true, true, true}: 2*deltaLayers + 4*moeLayers}
 			decode := func(sw switches) ([]float32, int) {
-				c.normF32, c.sharedX8 = sw.normF32, sw.sharedX8
+				c.normF32, c.sharedX8, c.convFold = sw.normF32, sw.sharedX8, sw.convFold
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})
 				if err != nil {
 					t.Fatal(err)
@@ -615,12 +621,12 @@ func TestDecodeFoldsTheSharedExpertAndF32Norms(t *testing.T) {
 			for sw, want := range fewer {
 				logits, barriers := decode(sw)
 				if got := baseBarriers - barriers; got != want {
-					t.Errorf("%+v: %d barriers fewer a decode step than with both off (%d), want %d", sw, got, baseBarriers, want)
+					t.Errorf("%+v: %d barriers fewer a decode step than with all off (%d), want %d", sw, got, baseBarriers, want)
 				}
 				worst := maxAbsDiff(base, logits)
-				t.Logf("%+v: %d barriers (%d with both off), logits within %.2g", sw, barriers, baseBarriers, worst)
+				t.Logf("%+v: %d barriers (%d with all off), logits within %.2g", sw, barriers, baseBarriers, worst)
 				if !(worst <= 0.1) {
-					t.Errorf("%+v: logits differ by up to %g from both switches off", sw, worst)
+					t.Errorf("%+v: logits differ by up to %g from all switches off", sw, worst)
 				}
 			}
 		})

@@ -259,6 +259,12 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 		if !done[i] {
 			continue
 		}
+		if r.endsWithConv(p.w) {
+			sl, ce := p.w.slices[0], p.w.conv
+			s.MatVecX8Conv(p.w.typ, sl.buf.All(), xq, xs, sl.out(p.y, 0, 1, p.yStride), ce.taps.All(), ce.state.All(), k, sl.rows, ce.k)
+			r.convEnded = true
+			continue
+		}
 		for _, sl := range p.w.slices {
 			s.MatVecX8(p.w.typ, sl.buf.All(), xq, xs, sl.out(p.y, 0, 1, p.yStride), k, sl.rows, p.acc)
 		}

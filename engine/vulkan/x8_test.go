@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
@@ -613,6 +614,60 @@ func TestQuantizeX8MergeEqualsMergeThenRound(t *testing.T) {
 					t.Fatalf("%d ranges: the merged rounding differs from merge then round", splits)
 				}
 				t.Logf("%d ranges", splits)
+			})
+		}
+	}
+}
+
+// Every matvec_x8_<type>_conv against matvec_x8 followed by ssm_conv, over two decode steps
+// (the second reads the state the first moved on): outputs and state bit for bit the same (the
+// product's sums and ssm_conv's arithmetic are the same code), on the own-rows and shared-rows
+// grids (37 and 1030 channels). Negative control: the state after the steps differs from the
+// state before them.
+func TestMatVecX8ConvEqualsProductThenSSMConv(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
+	}
+	withTier(t, c, false)
+	rng := rand.New(rand.NewSource(10))
+	const k, taps = 256, 4
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ2_XXS} {
+		for _, n := range []int{37, 1030} {
+			t.Run(fmt.Sprintf("%v/%d", typ, n), func(t *testing.T) {
+				forgetKernels(c, x8Kernel("matvec_x8_", typ)+"_conv")
+				wq, _ := moeTestWeights(t, rng, typ, k, n, 1)
+				wb, tapsB := uploadBytes(t, c, wq), upload(t, c, randVec(rng, n*taps, 0.5))
+				state0 := randVec(rng, n*(taps-1), 1)
+				stA, stB := upload(t, c, state0), upload(t, c, state0)
+				yA, yB := upload(t, c, make([]float32, n)), upload(t, c, make([]float32, n))
+				xq, xs := uploadBytes(t, c, make([]byte, x8QuantBytes(k))), uploadBytes(t, c, make([]byte, x8ScaleBytes(k)))
+				for step := 0; step < 2; step++ {
+					xb := upload(t, c, randVec(rng, k, 2))
+					run(t, c, func(s *Seq) {
+						s.QuantizeX8(xb.All(), xq.All(), xs.All(), k, 1, X8Input{Q8K: x8Q8K(typ)})
+						s.Barrier()
+						s.MatVecX8(typ, wb.All(), xq.All(), xs.All(), yA.All(), k, n, false)
+						s.MatVecX8Conv(typ, wb.All(), xq.All(), xs.All(), yB.All(), tapsB.All(), stB.All(), k, n, taps)
+						s.Barrier()
+						s.SSMConv(yA.All(), tapsB.All(), stA.All(), n, 1, taps)
+					})
+					gotY, wantY := readF32(t, yB, n), readF32(t, yA, n)
+					gotS, wantS := readF32(t, stB, n*(taps-1)), readF32(t, stA, n*(taps-1))
+					for i := range wantY {
+						if math.Float32bits(gotY[i]) != math.Float32bits(wantY[i]) {
+							t.Fatalf("step %d channel %d: %v, the product then ssm_conv %v", step, i, gotY[i], wantY[i])
+						}
+					}
+					for i := range wantS {
+						if math.Float32bits(gotS[i]) != math.Float32bits(wantS[i]) {
+							t.Fatalf("step %d state %d: %v, ssm_conv's %v", step, i, gotS[i], wantS[i])
+						}
+					}
+				}
+				if moved := readF32(t, stB, n*(taps-1)); slices.Equal(moved, state0) {
+					t.Error("negative control: the state did not move")
+				}
 			})
 		}
 	}

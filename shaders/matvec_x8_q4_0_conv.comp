@@ -1,0 +1,6 @@
+#version 450
+// matvec_x8_q4_0 ending as ssm_conv does (CONV: the decode step's Gated DeltaNet qkv product)
+#define CONV
+#define T_Q4_0
+#define NR_ROWS 4u
+#include "matvec_x8.glsl"
