@@ -269,15 +269,32 @@ func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
 	r.normProject(s, l.attnNorm, h.Dim, m, stamp,
 		projection{l.q, r.dn.qg, 2 * qd, false}, projection{l.k, r.k, h.KDim(), false}, projection{l.v, r.v, h.VDim(), false})
 	s.Barrier()
-	s.AttnQSplit(r.dn.qg.All(), r.q.All(), h.HeadDim, m*qd)
-	s.Barrier()
 	normsInRope := r.ropeTakesHeadNorms(l, m)
+	// A decode step on the int8 products reads the queries out of qg in rope_kv_norm and gates
+	// the attention's output in its output product's rounding (VKLLM_GPU_GATE_FOLDS): the
+	// attn_qsplit and attn_gate stages go.
+	out := projection{l.o, r.x, h.Dim, true}
+	folds := normsInRope && r.c.gateFolds && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out})
+	var gatedQ *Binding
+	if folds {
+		qg := r.dn.qg.All()
+		gatedQ = &qg
+	} else {
+		s.AttnQSplit(r.dn.qg.All(), r.q.All(), h.HeadDim, m*qd)
+		s.Barrier()
+	}
 	if !normsInRope {
 		headNorms(r, s, l, m)
 		s.Barrier()
 	}
 	stamp("qkv")
-	r.attend(s, l, m, false, false, normsInRope)
+	r.attend(s, l, m, false, false, normsInRope, gatedQ)
+	if folds {
+		r.projectX8(s, r.att.All(), X8Input{Gate: gatedQ, HeadDim: h.HeadDim}, qd, m, []projection{out})
+		s.Barrier()
+		stamp("attn_out")
+		return
+	}
 	s.AttnGate(r.dn.qg.All(), r.att.All(), h.HeadDim, m*qd)
 	s.Barrier()
 	r.attnOut(s, l, m)

@@ -292,6 +292,28 @@ func (s *Seq) RopeKVNorm(q, k, v, cs, kCache, vCache, pos, qn, kn Binding, headD
 		gx, gy, 1, q, k, v, cs, kCache, vCache, pos, qn, kn)
 }
 
+// RopeKVNormGated records RopeKVNorm with the queries read from the gated query projection qg
+// (each head's query then its gate, m rows of 2·nHead·headDim) and written to q (rows
+// qStride apart): no AttnQSplit stage before it.
+func (s *Seq) RopeKVNormGated(qg, q, k, v, cs, kCache, vCache, pos, qn, kn Binding, headDim, nHead, m, ropeDim int, neox bool, qStride, kRow, vRow int, eps float32) {
+	if ropeDim%2 != 0 || ropeDim > headDim || headDim%2 != 0 || headDim > 256 || kRow%headDim != 0 || vRow%2 != 0 || qg.Size < uint64(8*m*nHead*headDim) {
+		s.fail(fmt.Errorf("rope+kv store with head norms, gated queries: rotary dimensions %d (even, at most the head size %d, itself at most 256), key rows %d (whole heads), value rows %d (even) or the %d-byte query projection do not fit", ropeDim, headDim, kRow, vRow, qg.Size))
+		return
+	}
+	kern := s.kernel("rope_kv_norm_gq", 10, 36)
+	if kern == nil {
+		return
+	}
+	nx := uint32(0)
+	if neox {
+		nx = 1
+	}
+	groups := m*nHead + m*(kRow/headDim) + (m*vRow/2+63)/64
+	gx, gy := grid1D(groups)
+	s.Dispatch(kern, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(ropeDim), nx, uint32(qStride), uint32(kRow), uint32(vRow), eps),
+		gx, gy, 1, q, k, v, cs, kCache, vCache, pos, qn, kn, qg)
+}
+
 // RopeAngles fills dst with the cos and sin of every rotary pair for positions pos..pos+n-1,
 // the table Rope reads (n·ropeDim floats). The angles follow llama.cpp's float32 recurrence
 // (theta_0 = position, theta_{i+1} = theta_i·base^(-2/ropeDim), times scale, divided by the

@@ -70,14 +70,14 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	// A decode step on the int8 products folds the attention merge into the output product's
 	// rounding (quantize_x8 with X8Input.Merge): one stage fewer.
 	if m == 1 && r.attPart != nil && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out}) {
-		if splits := r.attend(s, l, m, true, roped, normsInRope); splits > 0 { // 0: the recording failed; Seq holds the error
+		if splits := r.attend(s, l, m, true, roped, normsInRope, nil); splits > 0 { // 0: the recording failed; Seq holds the error
 			r.projectX8(s, r.attPart.All(), X8Input{Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
 			s.Barrier()
 			r.stamper(s)("attn_out")
 		}
 		return
 	}
-	r.attend(s, l, m, false, roped, normsInRope)
+	r.attend(s, l, m, false, roped, normsInRope, nil)
 	r.attnOut(s, l, m)
 }
 
@@ -118,16 +118,20 @@ func (r *Resident) projectQKVRoped(s *Seq, l *layerWeights, qkv []projection) {
 
 // attend records the rotation of r.q and r.k and the store of r.k and r.v in the layer's cache
 // at the rows' positions (one rope_kv dispatch, rope_kv_norm with headNormed: the per-head
-// norms of queries and keys first; nothing where roped says the products did it), then causal
+// norms of queries and keys first, the queries read from gatedQ where given; nothing where
+// roped says the products did it), then causal
 // attention into r.att; with partials, split attention's ranges only, left in r.attPart for
 // the caller to merge, and it returns their count per (head, token).
-func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials, roped, headNormed bool) (splits int) {
+func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials, roped, headNormed bool, gatedQ *Binding) (splits int) {
 	h := r.h
 	qd, kd, vd := h.QDim(), h.KDim(), h.VDim()
 	stamp := r.stamper(s)
 	if !roped {
 		neox := h.Rope.Kind == model.RopeNeoX
-		if headNormed {
+		if headNormed && gatedQ != nil {
+			s.RopeKVNormGated(*gatedQ, r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
+				l.qNorm.buf.All(), l.kNorm.buf.All(), h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd, h.NormEps)
+		} else if headNormed {
 			s.RopeKVNorm(r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
 				l.qNorm.buf.All(), l.kNorm.buf.All(), h.HeadDim, h.Heads, m, r.ropeDims, neox, qd, kd, vd, h.NormEps)
 		} else {

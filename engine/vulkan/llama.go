@@ -682,12 +682,14 @@ func (r *Resident) normProject(s *Seq, g vector, k, m int, stamp func(string), p
 		return
 	}
 	if x8, f32, ok := r.splitNormF32(k, m, ps); ok {
-		// the f32 products normalize x themselves beside the int8 products' rounding pass
+		// the f32 products normalize x themselves, beside the int8 products' rounding pass
 		for _, p := range f32 {
 			s.MatVecNormF32(p.w.slices[0].buf.All(), r.x.Range(0, uint64(4*k)), g.buf.All(), p.y.Range(0, uint64(4*p.w.slices[0].rows)), k, p.w.slices[0].rows, r.h.NormEps)
 		}
-		gb := g.buf.All()
-		r.projectX8(s, r.x.All(), X8Input{Norm: &gb, Eps: r.h.NormEps}, k, m, x8)
+		if len(x8) > 0 {
+			gb := g.buf.All()
+			r.projectX8(s, r.x.All(), X8Input{Norm: &gb, Eps: r.h.NormEps}, k, m, x8)
+		}
 		return
 	}
 	s.RMSNorm(r.x.All(), g.buf.All(), r.xn.All(), k, m, k, r.h.NormEps)
@@ -698,8 +700,9 @@ func (r *Resident) normProject(s *Seq, g vector, k, m int, stamp func(string), p
 
 // splitNormF32 splits a decode step's normed products into those on the int8 products and
 // f32 ones that matvec_norm_f32 serves (one slice, written not accumulated), so that no RMSNorm
-// stage precedes them (the Gated DeltaNet's beta and alpha beside its qkv and z; fast tier,
-// VKLLM_GPU_NORM_F32); ok is false where any product is neither or none is f32.
+// stage precedes them (the Gated DeltaNet's beta and alpha beside its qkv and z; every product
+// of an f32 model such as stories260K; fast tier, VKLLM_GPU_NORM_F32); ok is false where any
+// product is neither or none is f32.
 func (r *Resident) splitNormF32(k, m int, ps []projection) (x8, f32 []projection, ok bool) {
 	if m != 1 || !r.c.normF32 || r.c.exact || k%4 != 0 {
 		return nil, nil, false
@@ -711,7 +714,7 @@ func (r *Resident) splitNormF32(k, m int, ps []projection) (x8, f32 []projection
 			x8 = append(x8, p)
 		}
 	}
-	if len(f32) == 0 || len(x8) == 0 || !r.takesX8(k, m, x8) {
+	if len(f32) == 0 || len(x8) > 0 && !r.takesX8(k, m, x8) {
 		return nil, nil, false
 	}
 	return x8, f32, true
@@ -741,8 +744,12 @@ func (r *Resident) record(s *Seq, m int) {
 		s.Copy(r.x, 0, r.hout, 0, uint64(4*m*dim))
 		return
 	}
-	r.headRoundsNorm = m == 1 && r.takesX8(dim, 1, []projection{r.headProjection()})
-	if r.headRoundsNorm { // the head's rounding pass normalizes: one stage fewer a decode step
+	hp := r.headProjection()
+	r.headRoundsNorm = m == 1 && r.takesX8(dim, 1, []projection{hp})
+	if _, f32, ok := r.splitNormF32(dim, m, []projection{hp}); ok && len(f32) == 1 {
+		r.headRoundsNorm = true // an f32 head normalizes x itself (matvec_norm_f32)
+	}
+	if r.headRoundsNorm { // the head's rounding pass (or f32 product) normalizes: one stage fewer a decode step
 		return
 	}
 	s.RMSNorm(r.x.All(), r.outNorm.buf.All(), r.xn.All(), dim, m, dim, h.NormEps)
@@ -755,8 +762,7 @@ func (r *Resident) head(s *Seq, first, count int) {
 	dim := r.h.Dim
 	if r.headRoundsNorm && first == 0 && count == 1 {
 		r.headRoundsNorm = false
-		g := r.outNorm.buf.All()
-		r.projectX8(s, r.x.All(), X8Input{Norm: &g, Eps: r.h.NormEps}, dim, 1, []projection{r.headProjection()})
+		r.normProject(s, r.outNorm, dim, 1, func(string) {}, r.headProjection())
 		return
 	}
 	x := r.xn.Range(uint64(4*first*dim), uint64(4*count*dim))

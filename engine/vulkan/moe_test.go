@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/model"
@@ -553,7 +554,7 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 }
 
 // A decode step of the models with a shared expert or DeltaNet layers (qwen35moe, qwen2moe, the
-// dense qwen35), on the int8 products, with each of three folds:
+// dense qwen35), on the int8 products, with each of four folds:
 //   - VKLLM_GPU_CONV_FOLD: the DeltaNet's qkv product ends as ssm_conv does (delta_rule_fast
 //     gates beta and alpha itself): one barrier fewer a DeltaNet layer;
 //   - VKLLM_GPU_NORM_F32: the DeltaNet's f32 beta and alpha normalize x themselves beside the
@@ -561,7 +562,10 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 //   - VKLLM_GPU_SHARED_X8: the shared expert takes its gate and up from a rounding made beside
 //     the routed experts', SwiGLU folded into its down product's rounding, its down product
 //     beside the routed experts' gate and up: three barriers fewer a layer (four with
-//     VKLLM_GPU_NORM_F32: the router and the shared expert's gate normalize too).
+//     VKLLM_GPU_NORM_F32: the router and the shared expert's gate normalize too);
+//   - VKLLM_GPU_GATE_FOLDS: the gated attention's queries are read out of the query projection
+//     in rope_kv_norm and its output gated in the output product's rounding: two barriers
+//     fewer a gated attention layer.
 //
 // As in the ud-iq2_xxs mix, the second model's shared expert (Q8_0, 32-blocks) is rounded apart
 // from its routed experts (Q6_K, Q8_K's 256-blocks; the tiny experts' down rows of 128 fall
@@ -569,15 +573,15 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 // (f32-level differences in the norms; an int8 rounding flipped by the last bit moves a tiny
 // model's logits by a few hundredths; measured 0 on lavapipe) and its barrier count exactly
 // that much lower: fails if any is not wired.
-func TestDecodeFoldsTheConvSharedExpertAndF32Norms(t *testing.T) {
+func TestHybridAndSharedExpertDecodeFolds(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 products", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, normF32, sharedX8, convFold bool) {
-		c.x8, c.normF32, c.sharedX8, c.convFold = x8, normF32, sharedX8, convFold
-	}(c.x8, c.normF32, c.sharedX8, c.convFold)
+	defer func(x8, normF32, sharedX8, convFold, gateFolds bool) {
+		c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds = x8, normF32, sharedX8, convFold, gateFolds
+	}(c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds)
 	c.x8 = true
 	apart := synth.Uniform(quant.Q8_0)
 	apart.Name, apart.Experts = "q8_0-q6_k-experts", quant.Q6_K
@@ -588,20 +592,22 @@ func TestDecodeFoldsTheConvSharedExpertAndF32Norms(t *testing.T) {
 	}{{"qwen35moe", synth.Uniform(quant.Q8_0)}, {"qwen35moe", apart}, {"qwen2moe", synth.Uniform(quant.Q8_0)}, {"qwen35", synth.Uniform(quant.Q8_0)}} {
 		t.Run(tc.arch+"-"+tc.mix.Name, func(t *testing.T) {
 			m := loadTinyMix(t, dir, tc.arch, tc.mix, 7)
-			deltaLayers, moeLayers := 0, 0
+			deltaLayers, moeLayers, gatedLayers := 0, 0, 0
 			for _, l := range m.Layers {
 				if l.DeltaNet != nil {
 					deltaLayers++
+				} else if strings.HasPrefix(tc.arch, "qwen35") {
+					gatedLayers++
 				}
 				if l.MoE != nil {
 					moeLayers++
 				}
 			}
-			type switches struct{ normF32, sharedX8, convFold bool }
-			fewer := map[switches]int{{true, false, false}: deltaLayers, {false, true, false}: 3 * moeLayers,
-				{false, false, true}: deltaLayers, {true, true, true}: 2*deltaLayers + 4*moeLayers}
+			type switches struct{ normF32, sharedX8, convFold, gateFolds bool }
+			fewer := map[switches]int{{normF32: true}: deltaLayers, {sharedX8: true}: 3 * moeLayers, {convFold: true}: deltaLayers,
+				{gateFolds: true}: 2 * gatedLayers, {true, true, true, true}: 2*deltaLayers + 4*moeLayers + 2*gatedLayers}
 			decode := func(sw switches) ([]float32, int) {
-				c.normF32, c.sharedX8, c.convFold = sw.normF32, sw.sharedX8, sw.convFold
+				c.normF32, c.sharedX8, c.convFold, c.gateFolds = sw.normF32, sw.sharedX8, sw.convFold, sw.gateFolds
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})
 				if err != nil {
 					t.Fatal(err)

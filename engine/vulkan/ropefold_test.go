@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vkllm/vkllm/engine/embedded"
+	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/quant"
 )
@@ -221,9 +223,15 @@ func TestHeadNormsRunInsideRopeKV(t *testing.T) {
 	}{{"qwen3", 2}, {"qwen35", 1}} {
 		t.Run(tc.arch, func(t *testing.T) {
 			m := loadTiny(t, "", tc.arch, quant.Q8_0, 5)
-			logits, barriers := decodeSwitched(t, c, m, "rope_kv_norm", func(on bool) { c.ropeNorms = on })
-			if d := barriers[false] - barriers[true]; d != tc.attnLayers {
-				t.Errorf("the decode step has %d barriers with the norms in the rotation, %d without: want %d fewer", barriers[true], barriers[false], tc.attnLayers)
+			kernel, fewer := "rope_kv_norm", tc.attnLayers
+			if tc.arch == "qwen35" && c.gateFolds {
+				// the queries read out of the gated projection and the output gated in its
+				// rounding (VKLLM_GPU_GATE_FOLDS, which needs the norms in the rotation): two more
+				kernel, fewer = "rope_kv_norm_gq", 3*tc.attnLayers
+			}
+			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.ropeNorms = on })
+			if d := barriers[false] - barriers[true]; d != fewer {
+				t.Errorf("the decode step has %d barriers with the norms in the rotation, %d without: want %d fewer", barriers[true], barriers[false], fewer)
 			}
 			worst := maxAbsDiff(logits[false], logits[true])
 			if !(worst <= 0.1) {
@@ -232,4 +240,33 @@ func TestHeadNormsRunInsideRopeKV(t *testing.T) {
 			t.Logf("logits within %.2g of the norm stage's", worst)
 		})
 	}
+}
+
+// An f32 model's decode step (stories260K, the embedded default) normalizes x inside its
+// normed products (matvec_norm_f32: the q, k and v products, gate and up, and the head;
+// VKLLM_GPU_NORM_F32): two barriers fewer a layer and one fewer for the head, logits within
+// 1e-3 of the RMSNorm stages' (f32 sums in another order, nothing rounded to 8 bits; measured
+// ~1e-6 on lavapipe). Fails if the fold is not wired.
+func TestF32DecodeNormalizesInsideTheProducts(t *testing.T) {
+	c := ctxOrSkip(t)
+	withTier(t, c, false)
+	defer func(on bool) { c.normF32 = on }(c.normF32)
+	f, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits, barriers := decodeSwitched(t, c, m, "matvec_norm_f32", func(on bool) { c.normF32 = on })
+	if d, want := barriers[false]-barriers[true], 2*len(m.Layers)+1; d != want {
+		t.Errorf("the decode step has %d barriers with the products normalizing, %d without: want %d fewer", barriers[true], barriers[false], want)
+	}
+	worst := maxAbsDiff(logits[false], logits[true])
+	if !(worst <= 1e-3) {
+		t.Fatalf("logits differ by up to %g from the RMSNorm stages'", worst)
+	}
+	t.Logf("logits within %.2g of the RMSNorm stages'", worst)
 }

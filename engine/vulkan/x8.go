@@ -125,12 +125,14 @@ func x8ScaleBytes(k int) int { return k / 32 * 8 }
 // 256 threads sum the attention ranges in 4 lanes).
 const x8MergeVec4 = 64
 
-// X8Input is what QuantizeX8 rounds: x itself, RMSNorm(x)·Norm (Eps its epsilon), or
-// silu(x)·Up.
+// X8Input is what QuantizeX8 rounds: x itself, RMSNorm(x)·Norm (Eps its epsilon),
+// silu(x)·Up, or x·sigmoid(gate) with the gates in Gate (the gated attention's query
+// projection: each head's query then its gate, heads of HeadDim).
 type X8Input struct {
 	Norm *Binding
 	Eps  float32
 	Up   *Binding
+	Gate *Binding
 	Q8K  bool // 256-blocks rounded as llama.cpp's Q8_K (x8Q8K), not 32-blocks
 	// Merge: x holds attention_split's partials (AttentionSplitRanges) for Splits ranges of
 	// Heads heads of HeadDim; the rounded input is their merge (attention_merge's output).
@@ -151,8 +153,18 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 		s.fail(fmt.Errorf("quantize_x8: %d rows of %d activations (whole 32-blocks, at most %d rows)", m, k, maxGroups))
 		return
 	}
-	if (in.Norm != nil && in.Up != nil) || (in.Merge && (in.Norm != nil || in.Up != nil)) {
-		s.fail(fmt.Errorf("quantize_x8: a norm, SwiGLU or an attention merge at once is not a layer input"))
+	ends := 0
+	for _, on := range []bool{in.Norm != nil, in.Up != nil, in.Gate != nil, in.Merge} {
+		if on {
+			ends++
+		}
+	}
+	if ends > 1 {
+		s.fail(fmt.Errorf("quantize_x8: a norm, SwiGLU, a gate or an attention merge at once is not a layer input"))
+		return
+	}
+	if in.Gate != nil && (in.HeadDim <= 0 || in.HeadDim%4 != 0 || k%in.HeadDim != 0 || in.Gate.Size < uint64(8*m*k)) {
+		s.fail(fmt.Errorf("quantize_x8: gating %d rows of %d by heads of %d (a multiple of 4) from %d bytes", m, k, in.HeadDim, in.Gate.Size))
 		return
 	}
 	xBytes := uint64(4 * m * k)
@@ -171,7 +183,11 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 		s.fail(fmt.Errorf("quantize_x8: %d activations are not whole Q8_K 256-blocks", k))
 		return
 	}
-	kern := s.kernel("quantize_x8", 5, 24)
+	name := "quantize_x8"
+	if in.Gate != nil {
+		name = "quantize_x8_gate" // the gate's arithmetic in a kernel of its own: quantize_x8 stays as it was measured
+	}
+	kern := s.kernel(name, 5, 24)
 	if kern == nil {
 		return
 	}
@@ -181,6 +197,9 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 	}
 	if in.Up != nil {
 		flags, up = 2, *in.Up
+	}
+	if in.Gate != nil {
+		flags, up = 16, *in.Gate
 	}
 	if in.Q8K {
 		flags |= 4
