@@ -17,11 +17,18 @@ import (
 // folder when dir is "") and returns its path. The same arguments write the same bytes.
 func TinySynth(tb testing.TB, dir, arch string, typ quant.Type, seed uint64) string {
 	tb.Helper()
-	return TinySynthMix(tb, dir, arch, synth.Uniform(typ), seed)
+	return tinySynth(tb, dir, arch, synth.Uniform(typ), typ.String(), seed)
 }
 
-// TinySynthMix is TinySynth with each role's type from mix (synth.Mixes, or synth.Uniform).
+// TinySynthMix is TinySynth with each role's type from mix (synth.Mixes, or synth.Uniform),
+// the file named after the mix.
 func TinySynthMix(tb testing.TB, dir, arch string, mix synth.Mix, seed uint64) string {
+	tb.Helper()
+	return tinySynth(tb, dir, arch, mix, mix.Name, seed)
+}
+
+// tinySynth writes the tiny preset of arch in mix as dir/<arch>-<name>-<seed>.gguf.
+func tinySynth(tb testing.TB, dir, arch string, mix synth.Mix, name string, seed uint64) string {
 	tb.Helper()
 	vocab, err := gguf.OpenBytes(embedded.Name, embedded.ModelGGUF)
 	if err != nil {
@@ -35,7 +42,7 @@ func TinySynthMix(tb testing.TB, dir, arch string, mix synth.Mix, seed uint64) s
 	if dir == "" {
 		dir = tb.TempDir()
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.gguf", arch, mix.Name, seed))
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.gguf", arch, name, seed))
 	if _, err := synth.Write(context.Background(), path, synth.Options{Arch: arch, Shape: shape, Mix: &mix, Vocab: vocab, Seed: seed}); err != nil {
 		tb.Fatalf("write the tiny %s in %s: %v", arch, mix.Name, err)
 	}
