@@ -560,9 +560,10 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 //   - VKLLM_GPU_NORM_F32: the DeltaNet's f32 beta and alpha normalize x themselves beside the
 //     rounding pass that normalizes too (no RMSNorm stage): one barrier fewer a DeltaNet layer;
 //   - VKLLM_GPU_SHARED_X8: the shared expert takes its gate and up from a rounding made beside
-//     the routed experts', SwiGLU folded into its down product's rounding, its down product
-//     beside the routed experts' gate and up: three barriers fewer a layer (four with
-//     VKLLM_GPU_NORM_F32: the router and the shared expert's gate normalize too);
+//     the routed experts' (beside the route), its SwiGLU rounded for its down product beside
+//     the routed experts' gate and up, its down product beside their SwiGLU's rounding: four
+//     barriers fewer a layer (five with VKLLM_GPU_NORM_F32: the router and the shared expert's
+//     gate normalize too);
 //   - VKLLM_GPU_GATE_FOLDS: the gated attention's queries are read out of the query projection
 //     in rope_kv_norm and its output gated in the output product's rounding: two barriers
 //     fewer a gated attention layer.
@@ -604,8 +605,8 @@ func TestHybridAndSharedExpertDecodeFolds(t *testing.T) {
 				}
 			}
 			type switches struct{ normF32, sharedX8, convFold, gateFolds bool }
-			fewer := map[switches]int{{normF32: true}: deltaLayers, {sharedX8: true}: 3 * moeLayers, {convFold: true}: deltaLayers,
-				{gateFolds: true}: 2 * gatedLayers, {true, true, true, true}: 2*deltaLayers + 4*moeLayers + 2*gatedLayers}
+			fewer := map[switches]int{{normF32: true}: deltaLayers, {sharedX8: true}: 4 * moeLayers, {convFold: true}: deltaLayers,
+				{gateFolds: true}: 2 * gatedLayers, {true, true, true, true}: 2*deltaLayers + 5*moeLayers + 2*gatedLayers}
 			decode := func(sw switches) ([]float32, int) {
 				c.normF32, c.sharedX8, c.convFold, c.gateFolds = sw.normF32, sw.sharedX8, sw.convFold, sw.gateFolds
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})

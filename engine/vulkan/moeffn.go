@@ -414,8 +414,12 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
 	switch {
 	case sharedX8:
-		// its gate and up beside the route, its down beside the routed experts' gate and up
-		r.sharedExpertX8(s, w.shared, shQ, shS)
+		// the shared expert's gate and up beside the route; then the rest in three stages
+		r.sharedGateUpX8(s, w.shared, shQ, shS)
+		s.Barrier()
+		stamp("route")
+		r.moeDecodeWithSharedX8(s, w, xnQ, xnS, hidQ, hidS)
+		return
 	case fold && w.shared != nil:
 		r.sharedExpert(s, w.shared, xn, m)
 		s.Barrier()
@@ -490,9 +494,10 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 }
 
 // sharedTakesX8 reports whether a decode step's shared expert takes the int8 products from a
-// rounding of the normed row made beside the routed experts' (sharedExpertX8): its gate and up
-// of types that round alike, its down with room for its input's, and the router and its gate
-// f32, so that no product of theirs rounds into r.xq (VKLLM_GPU_SHARED_X8).
+// rounding of the normed row made beside the routed experts' (sharedGateUpX8,
+// moeDecodeWithSharedX8): its gate and up of types that round alike with room for both in
+// r.up, its down with room for its input's rounding, and the router and its gate f32, so that
+// no product of theirs rounds into r.xq (VKLLM_GPU_SHARED_X8).
 func (r *Resident) sharedTakesX8(w *moeWeights) bool {
 	sh := w.shared
 	if sh == nil || !r.c.sharedX8 || w.router.typ != quant.F32 || sh.gating.typ != quant.F32 {
@@ -503,23 +508,54 @@ func (r *Resident) sharedTakesX8(w *moeWeights) bool {
 		uint64(x8QuantBytes(dim)+x8ScaleBytes(dim)) > r.xq.Size {
 		return false
 	}
-	return r.takesX8(sf, 1, []projection{{sh.down, r.moe.shared, dim, false}})
+	return uint64(8*sf) <= r.up.Size && r.takesX8(sf, 1, []projection{{sh.down, r.moe.shared, dim, false}})
 }
 
-// sharedExpertX8 records a decode step's shared expert on the int8 products: its gate and up
-// from xq and xs (the normed row rounded beside the routed experts' rounding), a barrier,
-// SwiGLU folded into the rounding of its down product's input, then the down product into
-// r.moe.shared without a barrier after it.
-func (r *Resident) sharedExpertX8(s *Seq, w *sharedExpert, xq, xs Binding) {
+// sharedGateUpX8 records a decode step's shared expert's gate and up products on the int8
+// products from xq and xs (the normed row rounded beside the routed experts' rounding) into
+// r.up: the gate's rows first, the up's sf floats after them (the routed experts' gate and up
+// write r.gate alone, so the two run in stages side by side; sharedTakesX8 checks the room).
+func (r *Resident) sharedGateUpX8(s *Seq, w *sharedExpert, xq, xs Binding) {
 	dim, sf := r.h.Dim, r.h.MoE.SharedFFN
-	for _, p := range []projection{{w.gate, r.gate, sf, false}, {w.up, r.up, sf, false}} {
-		for _, sl := range p.w.slices {
-			s.MatVecX8(p.w.typ, sl.buf.All(), xq, xs, sl.out(p.y, 0, 1, sf), dim, sl.rows, false)
+	for i, wt := range []weight{w.gate, w.up} {
+		for _, sl := range wt.slices {
+			y := r.up.Range(uint64(4*(i*sf+sl.row0)), uint64(4*sl.rows))
+			s.MatVecX8(wt.typ, sl.buf.All(), xq, xs, y, dim, sl.rows, false)
 		}
 	}
+}
+
+// moeDecodeWithSharedX8 records the rest of a decode step's mixture-of-experts block with a
+// shared expert on the int8 products (sharedTakesX8), after the route and the shared expert's
+// gate and up (sharedGateUpX8), in three stages:
+//
+//	the routed experts' gate, up and SwiGLU (MoEMatVecX8 into r.gate) | the shared SwiGLU
+//	    rounded for its down product (quantize_x8 with Up, into the start of r.xq)
+//	the routed SwiGLU's rounding (hidQ, hidS) | the shared down product into r.moe.shared
+//	the routed down products adding Σ w·o + sigmoid(g)·shared to x (moe_down_x8)
+func (r *Resident) moeDecodeWithSharedX8(s *Seq, w *moeWeights, xnQ, xnS, hidQ, hidS Binding) {
+	h, ms, sh := r.h, &r.moe, w.shared
+	p := h.MoE
+	dim, ff, sf, pairs := h.Dim, p.FFN, p.SharedFFN, p.Used
+	stamp := r.stamper(s)
+	hid := r.gate.Range(0, uint64(4*pairs*ff))
+	sl := w.gate.slices[0]
+	s.MoEMatVecX8(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), w.upOff, dim, ff, 0, w.gate.count, p.Used, pairs, false, ff)
+	qb, sb := uint64(x8QuantBytes(sf)), uint64(x8ScaleBytes(sf))
+	shQ, shS := r.xq.Range(0, qb), r.xq.Range(qb, sb)
+	up := r.up.Range(uint64(4*sf), uint64(4*sf))
+	s.QuantizeX8(r.up.Range(0, uint64(4*sf)), shQ, shS, sf, 1, X8Input{Up: &up, Q8K: x8Q8K(sh.down.typ)})
 	s.Barrier()
-	up := r.up.Range(0, uint64(4*sf))
-	r.projectX8(s, r.gate.Range(0, uint64(4*sf)), X8Input{Up: &up}, sf, 1, []projection{{w.down, r.moe.shared, dim, false}})
+	stamp("ffn_up")
+	s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
+	for _, dl := range sh.down.slices {
+		s.MatVecX8(sh.down.typ, dl.buf.All(), shQ, shS, dl.out(ms.shared, 0, 1, dim), sf, dl.rows, false)
+	}
+	s.Barrier()
+	s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
+		ms.shared.All(), ms.gateLogit.All(), ff, dim, p.Used, true)
+	s.Barrier()
+	stamp("ffn_down")
 }
 
 // sharedExpert records the shared expert's output of m rows of xn into r.moe.shared:
