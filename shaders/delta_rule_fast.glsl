@@ -26,7 +26,19 @@ layout(std430, binding = 2) readonly buffer Bb { float beta[]; };  // M × VH: t
 layout(std430, binding = 3) readonly buffer Ab { float alpha[]; }; // M × VH: the alpha projection
 layout(std430, binding = 4) readonly buffer Nb { float nw[]; };    // S: the gated norm's weight
 layout(std430, binding = 5) buffer Sb { vec4 state[]; };           // VH × S × S
+#ifdef ROUND_X8
+// ROUND_X8 (delta_rule_fast_<S>_x8, a decode step: M = 1): the output rounded as quantize_x8
+// rounds a row into 32-blocks (d = f16(amax/127), q = roundEven(x·127/amax), each block's Σq),
+// in its lane-interleaved layout, for the output product's int8 dot products: no rounding
+// stage after the kernel. A head of S holds whole blocks.
+layout(std430, binding = 6) writeonly buffer Qb { uint xq[]; };
+layout(std430, binding = 9) writeonly buffer XSb { vec2 xs[]; };
+#include "exact.glsl" // roundHalf
+shared float amaxS[S];
+shared int qS[S];
+#else
 layout(std430, binding = 6) writeonly buffer Ob { float o[]; };    // M × VH·S
+#endif
 layout(std430, binding = 7) readonly buffer Db { float dtBias[]; }; // VH
 layout(std430, binding = 8) readonly buffer Rb { float ra[]; };     // VH: A = -exp(A_log)
 layout(push_constant) uniform P { uint M; uint C; uint KH; uint VH; float eps; float scale; } p;
@@ -97,7 +109,30 @@ void main() {
         for (uint n = 0u; n < gl_NumSubgroups; n++) ss += part[b][n];
         float zz = z[i * vd + hh * S + j];
         float silu = zz / (1.0 + exp(-zz));
-        o[i * vd + hh * S + j] = oj * inversesqrt(ss / float(S) + p.eps) * nw[j] * silu;
+        float res = oj * inversesqrt(ss / float(S) + p.eps) * nw[j] * silu;
+#ifdef ROUND_X8
+        amaxS[j] = abs(res);
+        barrier();
+        uint b0 = j & ~31u;
+        float amax = 0.0;
+        for (uint e = 0u; e < 32u; e++) amax = max(amax, amaxS[b0 + e]);
+        float inv = amax > 0.0 ? 127.0 / amax : 0.0;
+        int q = int(roundEven(res * inv));
+        qS[j] = q;
+        barrier();
+        uint blk = (hh * S + j) / 32u, w8 = (j % 32u) / 4u; // the block and its word
+        if ((j & 3u) == 0u) {
+            uint word = (uint(qS[j]) & 0xffu) | ((uint(qS[j + 1u]) & 0xffu) << 8) | ((uint(qS[j + 2u]) & 0xffu) << 16) | (uint(qS[j + 3u]) << 24);
+            xq[(((blk / 32u) * 2u + w8 / 4u) * 32u + blk % 32u) * 4u + w8 % 4u] = word;
+        }
+        if ((j & 31u) == 0u) {
+            float sum = 0.0;
+            for (uint w = 0u; w < 8u; w++) sum += float((qS[j + 4u * w] + qS[j + 4u * w + 1u]) + (qS[j + 4u * w + 2u] + qS[j + 4u * w + 3u]));
+            xs[blk] = vec2(roundHalf(amax / 127.0), sum);
+        }
+#else
+        o[i * vd + hh * S + j] = res;
+#endif
     }
     for (uint c = 0u; c < S4; c++) state[base + c] = row[c];
 }

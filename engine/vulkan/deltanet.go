@@ -244,6 +244,22 @@ func (r *Resident) deltaNet(s *Seq, l *layerWeights, m int) {
 		stamp("ssm_conv")
 	}
 	scale := 1 / float32(math.Sqrt(float64(p.StateSize)))
+	out := projection{d.out, r.x, h.Dim, true}
+	if r.deltaRoundsOut(d, m) {
+		// the kernel rounds its output for the output product: no rounding stage between
+		qb, sb := uint64(x8QuantBytes(vd)), uint64(x8ScaleBytes(vd))
+		xq, xs := r.xq.Range(0, qb), r.xq.Range(qb, sb)
+		s.DeltaRuleFastX8(ds.mixed.All(), ds.z.All(), ds.beta.All(), ds.alpha.All(), d.dtBias.buf.All(), d.a.buf.All(), d.norm.buf.All(),
+			d.ssmState.All(), xq, xs, p.StateSize, p.KHeads, vh, cd, h.NormEps, scale)
+		s.Barrier()
+		stamp("delta_rule")
+		for _, sl := range d.out.slices {
+			s.MatVecX8(d.out.typ, sl.buf.All(), xq, xs, sl.out(r.x, 0, 1, h.Dim), vd, sl.rows, true)
+		}
+		s.Barrier()
+		stamp("attn_out")
+		return
+	}
 	if fast {
 		s.DeltaRuleFast(ds.mixed.All(), ds.z.All(), ds.beta.All(), ds.alpha.All(), d.dtBias.buf.All(), d.a.buf.All(), d.norm.buf.All(),
 			d.ssmState.All(), ds.out.All(), p.StateSize, p.KHeads, vh, m, cd, h.NormEps, scale)
@@ -253,9 +269,19 @@ func (r *Resident) deltaNet(s *Seq, l *layerWeights, m int) {
 	}
 	s.Barrier()
 	stamp("delta_rule")
-	r.project(s, ds.out.All(), vd, m, projection{d.out, r.x, h.Dim, true})
+	r.project(s, ds.out.All(), vd, m, out)
 	s.Barrier()
 	stamp("attn_out")
+}
+
+// deltaRoundsOut reports whether a step of m rows runs delta_rule_fast_<S>_x8, which rounds its
+// output as quantize_x8 rounds the output product's input: one token on the fast tier, an
+// output weight on the int8 products with 32-blocks (Q4_0, Q8_0; a head holds whole blocks)
+// and room in r.xq (VKLLM_GPU_DELTA_ROUNDS).
+func (r *Resident) deltaRoundsOut(d *deltaNetWeights, m int) bool {
+	vd := r.h.SSM.ValueDim()
+	return m == 1 && r.c.usesFastDeltaRule() && r.c.deltaRounds && r.h.SSM.StateSize%32 == 0 && !x8Q8K(d.out.typ) &&
+		r.takesX8(vd, 1, []projection{{d.out, r.x, r.h.Dim, true}})
 }
 
 // gatedAttention records the hybrids' attention: Q's projection yields each head's query and an
@@ -535,6 +561,22 @@ func (s *Seq) AttnGate(qg, att Binding, headDim, n int) {
 	}
 	gx, gy := grid1D((n + 63) / 64)
 	s.Dispatch(kern, Push(uint32(n), uint32(headDim)), gx, gy, 1, qg, att)
+}
+
+// DeltaRuleFastX8 records DeltaRuleFast for one token with its output rounded as QuantizeX8
+// rounds a row into 32-blocks (xq, xs: x8QuantBytes and x8ScaleBytes of vh·stateSize) instead
+// of written as floats.
+func (s *Seq) DeltaRuleFastX8(x, z, beta, alpha, dtBias, a, norm, st, xq, xs Binding, stateSize, kh, vh, c int, eps, scale float32) {
+	n := vh * stateSize
+	if !deltaStateSizes[stateSize] || xq.Size < uint64(x8QuantBytes(n)) || xs.Size < uint64(x8ScaleBytes(n)) {
+		s.fail(fmt.Errorf("delta rule rounded: state size %d (64 or 128) or the rounding's %d and %d bytes do not fit", stateSize, xq.Size, xs.Size))
+		return
+	}
+	kern := s.kernel(fmt.Sprintf("delta_rule_fast_%d_x8", stateSize), 10, 24)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(1), uint32(c), uint32(kh), uint32(vh), eps, scale), uint32(vh), 1, 1, x, z, beta, alpha, norm, st, xq, dtBias, a, xs)
 }
 
 // usesFastDeltaRule reports whether the DeltaNet's recurrence runs delta_rule_fast: the fast

@@ -554,7 +554,7 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 }
 
 // A decode step of the models with a shared expert or DeltaNet layers (qwen35moe, qwen2moe, the
-// dense qwen35), on the int8 products, with each of four folds:
+// dense qwen35), on the int8 products, with each of five folds:
 //   - VKLLM_GPU_CONV_FOLD: the DeltaNet's qkv product ends as ssm_conv does (delta_rule_fast
 //     gates beta and alpha itself): one barrier fewer a DeltaNet layer;
 //   - VKLLM_GPU_NORM_F32: the DeltaNet's f32 beta and alpha normalize x themselves beside the
@@ -566,7 +566,9 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 //     gate normalize too);
 //   - VKLLM_GPU_GATE_FOLDS: the gated attention's queries are read out of the query projection
 //     in rope_kv_norm and its output gated in the output product's rounding: two barriers
-//     fewer a gated attention layer.
+//     fewer a gated attention layer;
+//   - VKLLM_GPU_DELTA_ROUNDS: the delta rule rounds its output for the (Q8_0) output product
+//     itself: one barrier fewer a DeltaNet layer.
 //
 // As in the ud-iq2_xxs mix, the second model's shared expert (Q8_0, 32-blocks) is rounded apart
 // from its routed experts (Q6_K, Q8_K's 256-blocks; the tiny experts' down rows of 128 fall
@@ -580,9 +582,9 @@ func TestHybridAndSharedExpertDecodeFolds(t *testing.T) {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 products", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, normF32, sharedX8, convFold, gateFolds bool) {
-		c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds = x8, normF32, sharedX8, convFold, gateFolds
-	}(c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds)
+	defer func(x8, normF32, sharedX8, convFold, gateFolds, deltaRounds bool) {
+		c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds, c.deltaRounds = x8, normF32, sharedX8, convFold, gateFolds, deltaRounds
+	}(c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds, c.deltaRounds)
 	c.x8 = true
 	apart := synth.Uniform(quant.Q8_0)
 	apart.Name, apart.Experts = "q8_0-q6_k-experts", quant.Q6_K
@@ -604,11 +606,12 @@ func TestHybridAndSharedExpertDecodeFolds(t *testing.T) {
 					moeLayers++
 				}
 			}
-			type switches struct{ normF32, sharedX8, convFold, gateFolds bool }
+			type switches struct{ normF32, sharedX8, convFold, gateFolds, deltaRounds bool }
 			fewer := map[switches]int{{normF32: true}: deltaLayers, {sharedX8: true}: 4 * moeLayers, {convFold: true}: deltaLayers,
-				{gateFolds: true}: 2 * gatedLayers, {true, true, true, true}: 2*deltaLayers + 5*moeLayers + 2*gatedLayers}
+				{gateFolds: true}: 2 * gatedLayers, {deltaRounds: true}: deltaLayers,
+				{true, true, true, true, true}: 3*deltaLayers + 5*moeLayers + 2*gatedLayers}
 			decode := func(sw switches) ([]float32, int) {
-				c.normF32, c.sharedX8, c.convFold, c.gateFolds = sw.normF32, sw.sharedX8, sw.convFold, sw.gateFolds
+				c.normF32, c.sharedX8, c.convFold, c.gateFolds, c.deltaRounds = sw.normF32, sw.sharedX8, sw.convFold, sw.gateFolds, sw.deltaRounds
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})
 				if err != nil {
 					t.Fatal(err)
