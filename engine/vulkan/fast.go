@@ -28,7 +28,7 @@ func (c *Context) selectNumericTier() {
 	case !c.Info.Features[FeatureSubgroupArith]:
 		c.exact, c.exactWhy = true, "exact tier: the fast kernels need subgroup arithmetic in compute shaders, which this device does not report"
 	default:
-		c.exact, c.exactWhy = false, "fast tier: f32 decode products with shared activations, split attention, Q4_0/Q8_0 prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
+		c.exact, c.exactWhy = false, "fast tier: f32 decode products with shared activations, split attention, Q4_0/Q8_0 prefill on the GEMM tier, the DeltaNet recurrence in plain f32 (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
 	}
 	if c.Info.SubgroupSize >= 8 { // matvec_fast's shared partials hold 16 subgroups of a 128-thread workgroup
 		c.matvecShareBelow = defaultMatvecShareBelow
@@ -61,7 +61,7 @@ func (c *Context) selectNumericTier() {
 	}
 	c.x8 = config.GPUX8.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 	if !c.exact && c.x8 {
-		c.exactWhy = "fast tier: int8 decode products over activations rounded once per layer input (VKLLM_GPU_X8=0 for f32 ones), split attention, quantized prefill on the GEMM tier (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
+		c.exactWhy = "fast tier: int8 decode products over activations rounded once per layer input (VKLLM_GPU_X8=0 for f32 ones), split attention, quantized prefill on the GEMM tier, the DeltaNet recurrence in plain f32 (VKLLM_GPU_EXACT=1 for llama.cpp's CPU order)"
 	}
 	c.fusedDecode = config.GPUFused.Bool() && c.Info.Features[FeatureInt8Dot] && c.Info.SubgroupSize >= 8 && c.Info.SubgroupSize <= 128
 }
