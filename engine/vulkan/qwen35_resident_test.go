@@ -155,12 +155,15 @@ func topGap(v []float32) float32 {
 // before the state's end restores the newest snapshot at or before p whose tokens are still the
 // remembered ones, evaluates the remembered tokens from there to p again (from 0 with none), then
 // C. Each case evaluates its steps, then C at p, and must give what a fresh runner gives for the
-// tokens before p followed by C, within 1e-4 (the two runs cut their windows differently, and the
-// fast tier's products round a window of one row differently; measured 0 on both tiers on
-// lavapipe), having evaluated again exactly the tokens between the snapshot and p. Negative
-// control in every case: carrying the state of every step into C at p instead (no rewind) moves
-// the logits by far more than the bound. The device argmax after a rewind (Greedy) is the cold
-// run's argmax too.
+// tokens before p followed by C, within 1e-4 (the two runs cut their windows differently;
+// measured 0 on both tiers on lavapipe, whose windows of one row and of several round alike),
+// having evaluated again exactly the tokens between the snapshot and p. On a device whose
+// fast-tier windows of several rows take fp16 cooperative-matrix tiles (usesCoopmat) and
+// windows of one the int8 products, the two cuts round differently and these random-weight
+// logits move by up to ~0.2 (H200, session 14): there the bound is the goldens'
+// iqRefTolerance. Negative control in every case: carrying the state of every step into C at p
+// instead (no rewind) moves the logits by far more than the bound (4-11 measured). The device
+// argmax after a rewind (Greedy) is the cold run's argmax too.
 func TestResidentQwen35RewindEqualsColdRun(t *testing.T) {
 	c := ctxOrSkip(t)
 	a := []int{1, 262, 300, 275, 307, 260, 310} // its evaluation leaves snapshots at 6 and 7
@@ -192,6 +195,10 @@ func TestResidentQwen35RewindEqualsColdRun(t *testing.T) {
 		for _, tier := range tiers {
 			t.Run(arch+"/"+tier.name, func(t *testing.T) {
 				withTier(t, c, tier.exact)
+				bound := 1e-4
+				if !tier.exact && c.usesCoopmat(quant.Q8_0, m.Hyper.Dim, 2) {
+					bound = iqRefTolerance // a window of several rows rounds otherwise than one of one row
+				}
 				vocab := m.Hyper.VocabSize
 				run := func(steps []eval, last func(r *Resident) ([]float32, error)) []float32 {
 					t.Helper()
@@ -233,13 +240,13 @@ func TestResidentQwen35RewindEqualsColdRun(t *testing.T) {
 					})
 					worst, moved := diff(rewound, cold), diff(carried, cold)
 					t.Logf("%s: %d tokens evaluated again; rewound vs cold: largest difference %.2g; carried state vs cold %.2g", tc.name, replayed, worst, moved)
-					if worst > 1e-4 {
-						t.Errorf("%s: evaluating at position %d: logits differ from a cold run by %.3g (tolerance 1e-4)", tc.name, tc.pos, worst)
+					if worst > bound {
+						t.Errorf("%s: evaluating at position %d: logits differ from a cold run by %.3g (tolerance %g)", tc.name, tc.pos, worst, bound)
 					}
 					if replayed != tc.replayed {
 						t.Errorf("%s: the rewind to position %d evaluated %d tokens again, want %d", tc.name, tc.pos, replayed, tc.replayed)
 					}
-					if moved < 1e-2 {
+					if moved < max(1e-2, 3*bound) {
 						t.Errorf("%s: negative control: the carried state moves the logits by only %.3g, so the test cannot tell a rewind from none", tc.name, moved)
 					}
 				}
