@@ -40,6 +40,9 @@ var hybridBounds = []struct {
 // A prompt's last token runs alone (the state is snapshotted before it): the short prompt is one
 // prefill window of 2 rows and a one-row decode pass, the long one three windows of 4 rows (the
 // state carried across them) and the one-row pass.
+// Where the device has cooperative matrices the fast tier also runs on the shared-memory GEMM
+// tier (fast-shared-gemm): the H200's prompt rows took fp16 tiles and missed the Q8_0 bound
+// (session 14: 2.34 against 4.03), and this variant tells that rounding from a defect.
 func TestResidentQwen35HybridsAgreeWithCPU(t *testing.T) {
 	c := ctxOrSkip(t)
 	prompts := []struct {
@@ -49,13 +52,30 @@ func TestResidentQwen35HybridsAgreeWithCPU(t *testing.T) {
 		{"short", []int{1, 262, 300}},
 		{"windows", []int{1, 262, 300, 275, 307, 260, 310, 99, 12, 44, 27, 100, 5}},
 	}
+	// On a device with cooperative matrices the fast tier's prompt windows take fp16 tiles (and
+	// NVIDIA's cm2 kernels); there it runs once more on the shared-memory GEMM tier with f32
+	// attention, as lavapipe computes, which tells fp16 rounding from a defect.
+	variants := []struct {
+		name              string
+		exact, sharedGEMM bool
+	}{{"exact", true, false}, {"fast", false, false}}
+	if c.gemm == gemmCoopmat {
+		variants = append(variants, struct {
+			name              string
+			exact, sharedGEMM bool
+		}{"fast-shared-gemm", false, true})
+	}
 	dir := t.TempDir()
 	for _, arch := range []string{"qwen35", "qwen35moe"} {
 		for _, b := range hybridBounds {
 			m := loadTiny(t, dir, arch, b.typ, 5)
-			for _, tier := range tiers {
+			for _, tier := range variants {
 				t.Run(fmt.Sprintf("%s-%v/%s", arch, b.typ, tier.name), func(t *testing.T) {
 					withTier(t, c, tier.exact)
+					if tier.sharedGEMM {
+						defer func(g gemmTier, fp16, cm2 bool) { c.gemm, c.attFP16, c.attCM2 = g, fp16, cm2 }(c.gemm, c.attFP16, c.attCM2)
+						c.gemm, c.attFP16, c.attCM2 = gemmShared, false, false
+					}
 					r, err := NewResident(c, m, ResidentOptions{Context: 64, Window: 4})
 					if err != nil {
 						t.Fatal(err)
