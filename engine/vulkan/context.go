@@ -51,6 +51,7 @@ type Context struct {
 	convFold         bool    // a decode step's DeltaNet qkv product ends with the convolution (VKLLM_GPU_CONV_FOLD, an A/B switch)
 	gateFolds        bool    // a decode step's gated attention splits and gates its queries inside rope_kv_norm and the output's rounding (VKLLM_GPU_GATE_FOLDS, an A/B switch)
 	deltaRounds      bool    // a decode step's delta rule rounds its output for the int8 output product (VKLLM_GPU_DELTA_ROUNDS, an A/B switch)
+	swigluF32        bool    // a small f32 model's decode down product computes SwiGLU itself (VKLLM_GPU_SWIGLU_F32, an A/B switch)
 	deltaFast        bool    // the fast tier's DeltaNet recurrence runs delta_rule_fast (VKLLM_GPU_DELTA_FAST, an A/B switch)
 	attCM2MinSpan    int     // the span from which prefill attention takes cm2 (cm2AttentionMinSpan; tests lower it)
 	attCM2           bool    // prefill attention runs in one pass on cooperative matrix 2 where it can (VKLLM_GPU_ATT_CM2, an A/B switch)

@@ -51,6 +51,7 @@ func (c *Context) selectNumericTier() {
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
+	c.swigluF32 = config.GPUSwiGLUF32.Bool()
 	c.deltaRounds = config.GPUDeltaRounds.Bool()
 	c.gateFolds = config.GPUGateFolds.Bool()
 	c.convFold = config.GPUConvFold.Bool()

@@ -266,6 +266,25 @@ func (s *Seq) MatVecNormF32(w, x, g, y Binding, k, n int, eps float32) {
 	s.Dispatch(kern, Push(uint32(k), uint32(n), eps), uint32((n+rows-1)/rows), 1, 1, w, x, g, y)
 }
 
+// MatVecSwiGLUF32 records y (+)= W·(silu(g)·u) for one token with f32 weights w (n rows of k, a
+// multiple of 4): SwiGLU (swiglu.comp's arithmetic) inside the product, no stage before it.
+func (s *Seq) MatVecSwiGLUF32(w, g, u, y Binding, k, n int, accumulate bool) {
+	if k%4 != 0 || w.Size < uint64(4*k*n) || g.Size < uint64(4*k) || u.Size < uint64(4*k) || y.Size < uint64(4*n) {
+		s.fail(fmt.Errorf("swiglu f32 product: %d rows of %d (a multiple of 4): a binding is too small", n, k))
+		return
+	}
+	kern := s.kernel("matvec_swiglu_f32", 4, 12)
+	if kern == nil {
+		return
+	}
+	acc := uint32(0)
+	if accumulate {
+		acc = 1
+	}
+	rows := s.c.subgroupsPerWorkgroup() // a row per subgroup
+	s.Dispatch(kern, Push(uint32(k), uint32(n), acc), uint32((n+rows-1)/rows), 1, 1, w, g, u, y)
+}
+
 // RopeKVNorm records RopeKV with each query and key head RMS-normalized first (its weight qn
 // or kn, eps: rmsnorm_fast's arithmetic), as the per-head norms (RMSNormHeads) then RopeKV
 // would in two stages; heads of at most 256 elements.

@@ -237,6 +237,14 @@ func (r *Resident) denseFFN(s *Seq, l *layerWeights, m int) {
 			stamp("ffn_down")
 			return
 		}
+		if r.swigluInDown(l.down, ff, m) {
+			// an f32 down product computes SwiGLU itself: no stage for it
+			sl := l.down.slices[0]
+			s.MatVecSwiGLUF32(sl.buf.All(), r.gate.Range(0, uint64(4*ff)), r.up.Range(0, uint64(4*ff)), r.x.Range(0, uint64(4*dim)), ff, dim, true)
+			s.Barrier()
+			stamp("ffn_down")
+			return
+		}
 		s.SwiGLU(r.gate.Range(0, uint64(4*m*ff)), r.up.Range(0, uint64(4*m*ff)), r.gate.Range(0, uint64(4*m*ff)), m*ff)
 		s.Barrier()
 		stamp("swiglu")
@@ -244,4 +252,15 @@ func (r *Resident) denseFFN(s *Seq, l *layerWeights, m int) {
 	r.project(s, r.gate.All(), ff, m, projection{l.down, r.x, dim, true})
 	s.Barrier()
 	stamp("ffn_down")
+}
+
+// swigluF32MaxK bounds the rows matvec_swiglu_f32 takes: every row recomputes its K SwiGLUs
+// (correctly rounded exps), cheap for a small f32 model's FFN (stories260K: 172), not for a big one.
+const swigluF32MaxK = 2048
+
+// swigluInDown reports whether a decode step's FFN down product of an f32 model takes
+// matvec_swiglu_f32, SwiGLU inside it (fast tier, VKLLM_GPU_SWIGLU_F32): one slice, rows of at
+// most swigluF32MaxK elements, a multiple of 4.
+func (r *Resident) swigluInDown(down weight, ff, m int) bool {
+	return m == 1 && !r.c.exact && r.c.swigluF32 && down.typ == quant.F32 && len(down.slices) == 1 && ff%4 == 0 && ff <= swigluF32MaxK
 }

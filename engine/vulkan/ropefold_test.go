@@ -246,8 +246,9 @@ func TestHeadNormsRunInsideRopeKV(t *testing.T) {
 // normed products (matvec_norm_f32: the q, k and v products, gate and up, and the head;
 // VKLLM_GPU_NORM_F32): two barriers fewer a layer and one fewer for the head, logits within
 // 1e-3 of the RMSNorm stages' (f32 sums in another order, nothing rounded to 8 bits; measured
-// ~1e-6 on lavapipe). Fails if the fold is not wired.
-func TestF32DecodeNormalizesInsideTheProducts(t *testing.T) {
+// ~1e-6 on lavapipe); and its down product computes SwiGLU itself (VKLLM_GPU_SWIGLU_F32), one
+// barrier fewer a layer, the same bound. Fails if either fold is not wired.
+func TestF32DecodeFoldsNormsAndSwiGLUIntoTheProducts(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
 	defer func(on bool) { c.normF32 = on }(c.normF32)
@@ -269,4 +270,17 @@ func TestF32DecodeNormalizesInsideTheProducts(t *testing.T) {
 		t.Fatalf("logits differ by up to %g from the RMSNorm stages'", worst)
 	}
 	t.Logf("logits within %.2g of the RMSNorm stages'", worst)
+
+	// and its FFN down product computes SwiGLU itself (matvec_swiglu_f32, VKLLM_GPU_SWIGLU_F32):
+	// one barrier fewer a layer, the same bound
+	defer func(on bool) { c.swigluF32 = on }(c.swigluF32)
+	logits, barriers = decodeSwitched(t, c, m, "matvec_swiglu_f32", func(on bool) { c.swigluF32 = on })
+	if d, want := barriers[false]-barriers[true], len(m.Layers); d != want {
+		t.Errorf("the decode step has %d barriers with SwiGLU in the down product, %d without: want %d fewer", barriers[true], barriers[false], want)
+	}
+	worst = maxAbsDiff(logits[false], logits[true])
+	if !(worst <= 1e-3) {
+		t.Fatalf("logits differ by up to %g from the SwiGLU stage's", worst)
+	}
+	t.Logf("logits within %.2g of the SwiGLU stage's", worst)
 }
