@@ -245,7 +245,7 @@ func (r *Resident) deltaNet(s *Seq, l *layerWeights, m int) {
 	}
 	scale := 1 / float32(math.Sqrt(float64(p.StateSize)))
 	out := projection{d.out, r.x, h.Dim, true}
-	if r.deltaRoundsOut(d, m) {
+	if r.deltaRoundsOut(out, m) {
 		// the kernel rounds its output for the output product: no rounding stage between
 		qb, sb := uint64(x8QuantBytes(vd)), uint64(x8ScaleBytes(vd))
 		xq, xs := r.xq.Range(0, qb), r.xq.Range(qb, sb)
@@ -275,13 +275,12 @@ func (r *Resident) deltaNet(s *Seq, l *layerWeights, m int) {
 }
 
 // deltaRoundsOut reports whether a step of m rows runs delta_rule_fast_<S>_x8, which rounds its
-// output as quantize_x8 rounds the output product's input: one token on the fast tier, an
+// output as quantize_x8 rounds the input of the output product out: one token on the fast tier, an
 // output weight on the int8 products with 32-blocks (Q4_0, Q8_0; a head holds whole blocks)
 // and room in r.xq (VKLLM_GPU_DELTA_ROUNDS).
-func (r *Resident) deltaRoundsOut(d *deltaNetWeights, m int) bool {
-	vd := r.h.SSM.ValueDim()
-	return m == 1 && r.c.usesFastDeltaRule() && r.c.deltaRounds && r.h.SSM.StateSize%32 == 0 && !x8Q8K(d.out.typ) &&
-		r.takesX8(vd, 1, []projection{{d.out, r.x, r.h.Dim, true}})
+func (r *Resident) deltaRoundsOut(out projection, m int) bool {
+	return m == 1 && r.c.usesFastDeltaRule() && r.c.deltaRounds && r.h.SSM.StateSize%32 == 0 && !x8Q8K(out.w.typ) &&
+		r.takesX8(r.h.SSM.ValueDim(), 1, []projection{out})
 }
 
 // gatedAttention records the hybrids' attention: Q's projection yields each head's query and an

@@ -267,7 +267,7 @@ func (s *Seq) MatVecNormF32(w, x, g, y Binding, k, n int, eps float32) {
 }
 
 // MatVecSwiGLUF32 records y (+)= W·(silu(g)·u) for one token with f32 weights w (n rows of k, a
-// multiple of 4): SwiGLU (swiglu.comp's arithmetic) inside the product, no stage before it.
+// multiple of 4): SwiGLU (with the device's exp) inside the product, no stage before it.
 func (s *Seq) MatVecSwiGLUF32(w, g, u, y Binding, k, n int, accumulate bool) {
 	if k%4 != 0 || w.Size < uint64(4*k*n) || g.Size < uint64(4*k) || u.Size < uint64(4*k) || y.Size < uint64(4*n) {
 		s.fail(fmt.Errorf("swiglu f32 product: %d rows of %d (a multiple of 4): a binding is too small", n, k))
@@ -289,6 +289,18 @@ func (s *Seq) MatVecSwiGLUF32(w, g, u, y Binding, k, n int, accumulate bool) {
 // or kn, eps: rmsnorm_fast's arithmetic), as the per-head norms (RMSNormHeads) then RopeKV
 // would in two stages; heads of at most 256 elements.
 func (s *Seq) RopeKVNorm(q, k, v, cs, kCache, vCache, pos, qn, kn Binding, headDim, nHead, m, ropeDim int, neox bool, qStride, kRow, vRow int, eps float32) {
+	s.ropeKVNorm(nil, q, k, v, cs, kCache, vCache, pos, qn, kn, headDim, nHead, m, ropeDim, neox, qStride, kRow, vRow, eps)
+}
+
+// RopeKVNormGated records RopeKVNorm with the queries read from the gated query projection qg
+// (each head's query then its gate, m rows of 2·nHead·headDim) and written to q (rows
+// qStride apart): no AttnQSplit stage before it.
+func (s *Seq) RopeKVNormGated(qg, q, k, v, cs, kCache, vCache, pos, qn, kn Binding, headDim, nHead, m, ropeDim int, neox bool, qStride, kRow, vRow int, eps float32) {
+	s.ropeKVNorm(&qg, q, k, v, cs, kCache, vCache, pos, qn, kn, headDim, nHead, m, ropeDim, neox, qStride, kRow, vRow, eps)
+}
+
+// ropeKVNorm records rope_kv_norm, or rope_kv_norm_gq reading the queries from qg where given.
+func (s *Seq) ropeKVNorm(qg *Binding, q, k, v, cs, kCache, vCache, pos, qn, kn Binding, headDim, nHead, m, ropeDim int, neox bool, qStride, kRow, vRow int, eps float32) {
 	if ropeDim%2 != 0 || ropeDim > headDim || headDim%2 != 0 || headDim > 256 || kRow%headDim != 0 || vRow%2 != 0 {
 		s.fail(fmt.Errorf("rope+kv store with head norms: rotary dimensions %d (even, at most the head size %d, itself at most 256), key rows %d (whole heads) and value rows %d (even) do not fit", ropeDim, headDim, kRow, vRow))
 		return
@@ -297,7 +309,15 @@ func (s *Seq) RopeKVNorm(q, k, v, cs, kCache, vCache, pos, qn, kn Binding, headD
 		s.fail(fmt.Errorf("rope+kv store with head norms: norm weights of %d and %d bytes, want %d", qn.Size, kn.Size, 4*headDim))
 		return
 	}
-	kern := s.kernel("rope_kv_norm", 9, 36)
+	name, binds := "rope_kv_norm", []Binding{q, k, v, cs, kCache, vCache, pos, qn, kn}
+	if qg != nil {
+		if qg.Size < uint64(8*m*nHead*headDim) {
+			s.fail(fmt.Errorf("rope+kv store with head norms: the gated query projection has %d bytes, want %d", qg.Size, 8*m*nHead*headDim))
+			return
+		}
+		name, binds = "rope_kv_norm_gq", append(binds, *qg)
+	}
+	kern := s.kernel(name, len(binds), 36)
 	if kern == nil {
 		return
 	}
@@ -308,29 +328,7 @@ func (s *Seq) RopeKVNorm(q, k, v, cs, kCache, vCache, pos, qn, kn Binding, headD
 	groups := m*nHead + m*(kRow/headDim) + (m*vRow/2+63)/64
 	gx, gy := grid1D(groups)
 	s.Dispatch(kern, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(ropeDim), nx, uint32(qStride), uint32(kRow), uint32(vRow), eps),
-		gx, gy, 1, q, k, v, cs, kCache, vCache, pos, qn, kn)
-}
-
-// RopeKVNormGated records RopeKVNorm with the queries read from the gated query projection qg
-// (each head's query then its gate, m rows of 2·nHead·headDim) and written to q (rows
-// qStride apart): no AttnQSplit stage before it.
-func (s *Seq) RopeKVNormGated(qg, q, k, v, cs, kCache, vCache, pos, qn, kn Binding, headDim, nHead, m, ropeDim int, neox bool, qStride, kRow, vRow int, eps float32) {
-	if ropeDim%2 != 0 || ropeDim > headDim || headDim%2 != 0 || headDim > 256 || kRow%headDim != 0 || vRow%2 != 0 || qg.Size < uint64(8*m*nHead*headDim) {
-		s.fail(fmt.Errorf("rope+kv store with head norms, gated queries: rotary dimensions %d (even, at most the head size %d, itself at most 256), key rows %d (whole heads), value rows %d (even) or the %d-byte query projection do not fit", ropeDim, headDim, kRow, vRow, qg.Size))
-		return
-	}
-	kern := s.kernel("rope_kv_norm_gq", 10, 36)
-	if kern == nil {
-		return
-	}
-	nx := uint32(0)
-	if neox {
-		nx = 1
-	}
-	groups := m*nHead + m*(kRow/headDim) + (m*vRow/2+63)/64
-	gx, gy := grid1D(groups)
-	s.Dispatch(kern, Push(uint32(headDim), uint32(nHead), uint32(m), uint32(ropeDim), nx, uint32(qStride), uint32(kRow), uint32(vRow), eps),
-		gx, gy, 1, q, k, v, cs, kCache, vCache, pos, qn, kn, qg)
+		gx, gy, 1, binds...)
 }
 
 // RopeAngles fills dst with the cos and sin of every rotary pair for positions pos..pos+n-1,

@@ -254,8 +254,8 @@ func (r *Resident) denseFFN(s *Seq, l *layerWeights, m int) {
 	stamp("ffn_down")
 }
 
-// swigluF32MaxK bounds the rows matvec_swiglu_f32 takes: every row recomputes its K SwiGLUs
-// (correctly rounded exps), cheap for a small f32 model's FFN (stories260K: 172), not for a big one.
+// swigluF32MaxK bounds the rows matvec_swiglu_f32 takes: every row recomputes its K SwiGLUs,
+// cheap for a small f32 model's FFN (stories260K: 172), not for a big one.
 const swigluF32MaxK = 2048
 
 // swigluInDown reports whether a decode step's FFN down product of an f32 model takes

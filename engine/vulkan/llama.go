@@ -698,6 +698,13 @@ func (r *Resident) normProject(s *Seq, g vector, k, m int, stamp func(string), p
 	r.project(s, r.xn.All(), k, m, ps...)
 }
 
+// foldsNorm reports whether normProject records the products ps of k-element rows over m
+// rows without an RMSNorm stage before them (the norm in their rounding pass or f32 products).
+func (r *Resident) foldsNorm(k, m int, ps []projection) bool {
+	_, _, ok := r.splitNormF32(k, m, ps)
+	return ok || r.takesX8(k, m, ps)
+}
+
 // splitNormF32 splits a decode step's normed products into those on the int8 products and
 // f32 ones that matvec_norm_f32 serves (one slice, written not accumulated), so that no RMSNorm
 // stage precedes them (the Gated DeltaNet's beta and alpha beside its qkv and z; every product
@@ -744,11 +751,7 @@ func (r *Resident) record(s *Seq, m int) {
 		s.Copy(r.x, 0, r.hout, 0, uint64(4*m*dim))
 		return
 	}
-	hp := r.headProjection()
-	r.headRoundsNorm = m == 1 && r.takesX8(dim, 1, []projection{hp})
-	if _, f32, ok := r.splitNormF32(dim, m, []projection{hp}); ok && len(f32) == 1 {
-		r.headRoundsNorm = true // an f32 head normalizes x itself (matvec_norm_f32)
-	}
+	r.headRoundsNorm = r.foldsNorm(dim, m, []projection{r.headProjection()})
 	if r.headRoundsNorm { // the head's rounding pass (or f32 product) normalizes: one stage fewer a decode step
 		return
 	}
