@@ -141,7 +141,7 @@ func residentKQuantGreedy(t *testing.T, c *Context, typ quant.Type, kernel strin
 				t.Fatal(err)
 			}
 			defer r2.Close()
-			if compared := compareResidentWithGolden(t, r2, cases, iqRefTolerance, iqRefNearTie, nil); compared < 8 {
+			if compared := compareResidentWithGolden(t, r2, cases, iqRefTolerance, iqRefNearTie, goldenReference(t, c, m, typ, 64)); compared < 8 {
 				t.Errorf("only %d steps compared with llama.cpp before near-ties", compared)
 			}
 		})

@@ -183,12 +183,8 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer r.Close()
-				route, err := cpu.New(m, cpu.Options{Threads: 1, Context: 64})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer route.Close()
-				compared := compareResidentWithGolden(t, r, cases, iqRefTolerance, iqRefNearTie, route)
+				ref := goldenReference(t, c, m, typ, 64)
+				compared := compareResidentWithGolden(t, r, cases, iqRefTolerance, iqRefNearTie, ref)
 				t.Logf("%d steps compared", compared)
 				if compared < 8 {
 					t.Errorf("only %d steps compared before near-ties: the golden file no longer tests much", compared)
