@@ -297,7 +297,7 @@ func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
 	normsInRope := r.ropeTakesHeadNorms(l, m)
 	// A decode step on the int8 products reads the queries out of qg in rope_kv_norm and gates
 	// the attention's output in its output product's rounding (VKLLM_GPU_GATE_FOLDS): the
-	// attn_qsplit and attn_gate stages go.
+	// attn_qsplit and attn_gate stages go (and attention_merge's, below).
 	out := projection{l.o, r.x, h.Dim, true}
 	folds := normsInRope && r.c.gateFolds && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out})
 	var gatedQ *Binding
@@ -313,6 +313,16 @@ func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 	}
 	stamp("qkv")
+	if folds && r.attPart != nil {
+		// and the attention's ranges merge in that rounding too (as attention does for the
+		// other architectures): attention_merge's stage goes
+		if splits := r.attend(s, l, m, true, false, normsInRope, gatedQ); splits > 0 { // 0: the recording failed; Seq holds the error
+			r.projectX8(s, r.attPart.All(), X8Input{Gate: gatedQ, Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
+			s.Barrier()
+			stamp("attn_out")
+		}
+		return
+	}
 	r.attend(s, l, m, false, false, normsInRope, gatedQ)
 	if folds {
 		r.projectX8(s, r.att.All(), X8Input{Gate: gatedQ, HeadDim: h.HeadDim}, qd, m, []projection{out})

@@ -608,8 +608,8 @@ func TestHybridAndSharedExpertDecodeFolds(t *testing.T) {
 			}
 			type switches struct{ normF32, sharedX8, convFold, gateFolds, deltaRounds bool }
 			fewer := map[switches]int{{normF32: true}: deltaLayers, {sharedX8: true}: 4 * moeLayers, {convFold: true}: deltaLayers,
-				{gateFolds: true}: 2 * gatedLayers, {deltaRounds: true}: deltaLayers,
-				{true, true, true, true, true}: 3*deltaLayers + 5*moeLayers + 2*gatedLayers}
+				{gateFolds: true}: 3 * gatedLayers, {deltaRounds: true}: deltaLayers,
+				{true, true, true, true, true}: 3*deltaLayers + 5*moeLayers + 3*gatedLayers}
 			decode := func(sw switches) ([]float32, int) {
 				c.normF32, c.sharedX8, c.convFold, c.gateFolds, c.deltaRounds = sw.normF32, sw.sharedX8, sw.convFold, sw.gateFolds, sw.deltaRounds
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})

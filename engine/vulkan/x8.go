@@ -126,8 +126,9 @@ func x8ScaleBytes(k int) int { return k / 32 * 8 }
 const x8MergeVec4 = 64
 
 // X8Input is what QuantizeX8 rounds: x itself, RMSNorm(x)·Norm (Eps its epsilon),
-// silu(x)·Up, or x·sigmoid(gate) with the gates in Gate (the gated attention's query
-// projection: each head's query then its gate, heads of HeadDim).
+// silu(x)·Up, x·sigmoid(gate) with the gates in Gate (the gated attention's query
+// projection: each head's query then its gate, heads of HeadDim), the merge of attention
+// partials (Merge), or that merge gated (Merge and Gate: the gated attention's decode step).
 type X8Input struct {
 	Norm *Binding
 	Eps  float32
@@ -159,8 +160,9 @@ func (s *Seq) QuantizeX8(x, xq, xs Binding, k, m int, in X8Input) {
 			ends++
 		}
 	}
-	if ends > 1 {
-		s.fail(fmt.Errorf("quantize_x8: a norm, SwiGLU, a gate or an attention merge at once is not a layer input"))
+	// the one pair a layer input takes: the gated attention's merged output, gated
+	if ends > 1 && !(ends == 2 && in.Gate != nil && in.Merge) {
+		s.fail(fmt.Errorf("quantize_x8: a norm, SwiGLU, a gate or an attention merge at once (other than a merge then its gate) is not a layer input"))
 		return
 	}
 	if in.Gate != nil && (in.HeadDim <= 0 || in.HeadDim%4 != 0 || k%in.HeadDim != 0 || in.Gate.Size < uint64(8*m*k)) {

@@ -561,7 +561,8 @@ func TestQuantizeX8Q8KEqualsTheCPUsQ8K(t *testing.T) {
 // partials: its int8 blocks and scales equal those of quantize_x8 over attention_merge's output,
 // bit for bit, for head sizes 64 and 128, short and long contexts (one and many ranges), in
 // both roundings; head size 80 has a head straddle two workgroups' passes, and head size 8
-// (128 heads a pass) takes the path without shared weights.
+// (128 heads a pass) takes the path without shared weights. Gated (X8Input.Gate with Merge:
+// the hybrids' decode step) it equals attention_merge, attn_gate, then quantize_x8.
 func TestQuantizeX8MergeEqualsMergeThenRound(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureSubgroupArith] {
@@ -569,8 +570,9 @@ func TestQuantizeX8MergeEqualsMergeThenRound(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(12))
 	for _, tc := range []struct{ headDim, nHead, nKV, ctx int }{{64, 8, 2, 20}, {128, 8, 4, 300}, {128, 4, 4, 1200}, {80, 16, 4, 300}, {8, 160, 32, 100}} {
-		for _, q8k := range []bool{false, true} {
-			t.Run(fmt.Sprintf("head%d/heads%d/ctx%d/q8k=%v", tc.headDim, tc.nHead, tc.ctx, q8k), func(t *testing.T) {
+		for _, v := range []struct{ q8k, gated bool }{{false, false}, {true, false}, {false, true}} {
+			q8k := v.q8k
+			t.Run(fmt.Sprintf("head%d/heads%d/ctx%d/q8k=%v/gated=%v", tc.headDim, tc.nHead, tc.ctx, q8k, v.gated), func(t *testing.T) {
 				qd, kd := tc.nHead*tc.headDim, tc.nKV*tc.headDim
 				if q8k && qd%256 != 0 {
 					t.Skip("not whole Q8_K blocks")
@@ -589,14 +591,26 @@ func TestQuantizeX8MergeEqualsMergeThenRound(t *testing.T) {
 				xq2, xs2 := uploadBytes(t, c, make([]byte, x8QuantBytes(qd))), uploadBytes(t, c, make([]byte, x8ScaleBytes(qd)))
 				scale := float32(1 / math.Sqrt(float64(tc.headDim)))
 				var splits int
+				// gated: the hybrids' attention, its output gated by sigmoid of the gates that
+				// follow each head's query in the projection qg (attn_gate, then the rounding)
+				qg := upload(t, c, randVec(rng, 2*qd, 2))
+				var gate *Binding
+				if v.gated {
+					g := qg.All()
+					gate = &g
+				}
 				run(t, c, func(s *Seq) {
 					s.AttentionSplit(q.All(), kc.All(), vc.All(), o.All(), pos.All(), part.All(), tc.headDim, tc.nHead, tc.nKV, 1, qd, qd, tc.ctx, scale)
 					s.Barrier()
+					if v.gated {
+						s.AttnGate(qg.All(), o.All(), tc.headDim, qd)
+						s.Barrier()
+					}
 					s.QuantizeX8(o.All(), xq1.All(), xs1.All(), qd, 1, X8Input{Q8K: q8k})
 					s.Barrier()
 					splits = s.AttentionSplitRanges(q.All(), kc.All(), vc.All(), pos.All(), part.All(), tc.headDim, tc.nHead, tc.nKV, 1, qd, tc.ctx, scale)
 					s.Barrier()
-					s.QuantizeX8(part.All(), xq2.All(), xs2.All(), qd, 1, X8Input{Q8K: q8k, Merge: true, HeadDim: tc.headDim, Heads: tc.nHead, Splits: splits})
+					s.QuantizeX8(part.All(), xq2.All(), xs2.All(), qd, 1, X8Input{Q8K: q8k, Merge: true, Gate: gate, HeadDim: tc.headDim, Heads: tc.nHead, Splits: splits})
 				})
 				var a1, a2, s1, s2 []byte
 				for _, r := range []struct {
