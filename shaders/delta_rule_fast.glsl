@@ -1,24 +1,29 @@
 // delta_rule_fast.glsl: the Gated DeltaNet's recurrence on the fast tier, included by
 // delta_rule_fast_<S>.comp with S, the head size (state_size), defined. The same arithmetic as
 // delta_rule.glsl in f32 with fused multiply-adds, four partial sums a dot product and the
-// device's exp, sqrt and division, and one barrier a token instead of about sixteen: one
-// workgroup per value head, one thread per row j of the head's S×S state (stored transposed:
-// row j holds S[·][j]), the row in registers for the whole window. Per token:
+// device's exp, sqrt and division: one workgroup per value head, one thread per row j of the
+// head's S×S state (stored transposed: row j holds S[·][j]), the row in registers for the
+// whole window. Per token:
 //
-//	‖q‖, ‖k‖, row j · k   each thread sums them itself over the token's raw q and k (no
-//	                      reduction): l2norm(k)·x = k·(x / max(‖k‖, eps))
 //	β, g  = sigmoid(β), softplus(α + dt_bias)·A   ssm_gates' gates, from the raw projections
-//	row j = e^g row j + k · sk·β (v_j − e^g sk (row j · k)),  sk = 1 / max(‖k‖, eps)
-//	o_j   = (row j · q) · sq / sqrt(S),  sq = 1 / max(‖q‖, eps)
+//	sq, sk = 1 / max(‖q‖, eps), 1 / max(‖k‖, eps)  (l2norm(k)·x = k·(x·sk))
+//	row j = e^g row j + k · sk·β (v_j − e^g sk (row j · k))
+//	o_j   = (row j · q) · sq / sqrt(S)
 //	out_j = rmsnorm(o)_j · w_j · silu(z_j)   (the head's sum of squares: a subgroup sum, the
 //	                                         subgroups' partials in shared memory, the barrier)
 //
-// (so no ssm_gates stage before it). The token's q and k wait in shared memory, loaded by the
-// first half of the threads while the previous token is folded in (two alternating copies; the
-// token's barrier orders them), as do the norm's partials. Dot products end in another order than the CPU reference's: the kernel
-// is held to a stated bound of a float64 reference (TestDeltaRuleMatchesFloat64Reference).
+// (so no ssm_gates stage before it). Nothing of a token is read from memory on its own path:
+// the window goes in chunks of CH tokens, and while the workgroup folds in one chunk, each thread
+// holds its loads of the next (queries and keys, its row's v and z, the raw gates) in
+// registers; at the chunk's end they go to shared memory, where a few threads compute each
+// token's gates and inverse norms once for all rows. A token then costs its dot products and
+// the norm's one barrier (the first form loaded each token's q and k while the previous one was
+// folded in, and waited for v, z and the gates on every token). Dot products end in another
+// order than the CPU reference's: the kernel is held to a stated bound of a float64 reference
+// (TestDeltaRuleMatchesFloat64Reference).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = S) in;
 layout(std430, binding = 0) readonly buffer Xb { float x[]; };     // M × C: q heads, k heads, v heads (after the conv)
 layout(std430, binding = 1) readonly buffer Zb { float z[]; };     // M × VH·S: the output gate
@@ -44,72 +49,104 @@ layout(std430, binding = 8) readonly buffer Rb { float ra[]; };     // VH: A = -
 layout(push_constant) uniform P { uint M; uint C; uint KH; uint VH; float eps; float scale; } p;
 
 const uint S4 = S / 4u;
-shared vec4 qs[2][S4];
-shared vec4 ks[2][S4];
-shared float part[2][S]; // a subgroup's sum of squares (at most S subgroups)
-
-// load puts token i's query (threads 0..S/4-1) and key (threads S/4..S/2-1) head kh into copy b.
-void load(uint i, uint kh, uint b) {
-    uint j = gl_LocalInvocationID.x;
-    if (j >= 2u * S4) return;
-    uint at = i * p.C + kh * S + 4u * (j % S4);
-    if (j >= S4) at += p.KH * S;
-    vec4 v = vec4(x[at], x[at + 1u], x[at + 2u], x[at + 3u]);
-    if (j < S4) {
-        qs[b][j] = v;
-    } else {
-        ks[b][j - S4] = v;
-    }
-}
+const uint CH = 8u;             // tokens a chunk
+const uint LOADS = 2u * CH * S4 / S; // the vec4s of a chunk's queries and keys each thread loads (4)
+shared vec4 qk[2u * CH * S4];   // token t's query at t·2·S4, its key S4 after
+shared float vz[2u * CH * S];   // token t's v at t·S + j, its z at (CH + t)·S + j: thread j's own
+shared float gate[2u * CH];     // token t's β at 2t, e^g at 2t + 1
+shared float inorm[2u * CH];    // token t's sq at 2t, sk at 2t + 1
+shared float part[2][S];        // a subgroup's sum of squares (at most S subgroups)
 
 float sum4(vec4 v) { return (v.x + v.y) + (v.z + v.w); }
+
+// chunkRegs are one thread's loads of a chunk.
+struct chunkRegs {
+    vec4 qk[LOADS];
+    float v[CH];
+    float z[CH];
+    float beta, alpha; // token gl_LocalInvocationID.x's, for the first CH threads
+};
+
+// loadChunk loads the n tokens from t0 on (head hh, key head kh) into registers.
+void loadChunk(uint t0, uint n, uint hh, uint kh, out chunkRegs r) {
+    uint j = gl_LocalInvocationID.x;
+    uint kd = p.KH * S, vd = p.VH * S;
+    [[unroll]] for (uint e = 0u; e < LOADS; e++) {
+        uint u = j + e * S;                    // the chunk's vec4 u: token u / (2·S4)
+        uint t = u / (2u * S4), w = u % (2u * S4);
+        uint at = (t0 + t) * p.C + (w < S4 ? 0u : kd) + kh * S + 4u * (w % S4);
+        r.qk[e] = t < n ? vec4(x[at], x[at + 1u], x[at + 2u], x[at + 3u]) : vec4(0.0);
+    }
+    [[unroll]] for (uint t = 0u; t < CH; t++) {
+        r.v[t] = t < n ? x[(t0 + t) * p.C + 2u * kd + hh * S + j] : 0.0;
+        r.z[t] = t < n ? z[(t0 + t) * vd + hh * S + j] : 0.0;
+    }
+    r.beta = j < n ? beta[(t0 + j) * p.VH + hh] : 0.0;
+    r.alpha = j < n ? alpha[(t0 + j) * p.VH + hh] : 0.0;
+}
+
+// stageChunk puts a chunk of n tokens from registers into shared memory, with each token's
+// gates and inverse norms; every thread calls it (two barriers).
+void stageChunk(uint n, uint hh, chunkRegs r) {
+    uint j = gl_LocalInvocationID.x;
+    [[unroll]] for (uint e = 0u; e < LOADS; e++) qk[j + e * S] = r.qk[e];
+    [[unroll]] for (uint t = 0u; t < CH; t++) {
+        vz[t * S + j] = r.v[t];
+        vz[(CH + t) * S + j] = r.z[t];
+    }
+    if (j < n) {
+        float xa = r.alpha + dtBias[hh];
+        gate[2u * j] = 1.0 / (1.0 + exp(-r.beta));
+        gate[2u * j + 1u] = exp((xa > 20.0 ? xa : log(1.0 + exp(xa))) * ra[hh]);
+    }
+    barrier();
+    if (j < 2u * n) { // token j / 2's query (j even) or key
+        uint b = (j / 2u) * 2u * S4 + (j % 2u) * S4;
+        vec4 ss = vec4(0.0);
+        for (uint c = 0u; c < S4; c++) ss = fma(qk[b + c], qk[b + c], ss);
+        inorm[j] = 1.0 / max(sqrt(sum4(ss)), p.eps);
+    }
+    barrier();
+}
 
 void main() {
     uint hh = gl_WorkGroupID.x;
     uint j = gl_LocalInvocationID.x;
     uint kh = hh % p.KH;
-    uint kd = p.KH * S, vd = p.VH * S;
+    uint vd = p.VH * S;
     vec4 row[S4];
     uint base = (hh * S + j) * S4;
-    for (uint c = 0u; c < S4; c++) row[c] = state[base + c];
-    load(0u, kh, 0u);
-    barrier();
-    for (uint i = 0u; i < p.M; i++) {
-        uint b = i & 1u;
-        if (i + 1u < p.M) load(i + 1u, kh, b ^ 1u); // read after this token's barrier
-        float v = x[i * p.C + 2u * kd + hh * S + j];
-        float be = 1.0 / (1.0 + exp(-beta[i * p.VH + hh]));
-        float xa = alpha[i * p.VH + hh] + dtBias[hh];
-        float decay = exp((xa > 20.0 ? xa : log(1.0 + exp(xa))) * ra[hh]);
+    [[unroll]] for (uint c = 0u; c < S4; c++) row[c] = state[base + c];
+    chunkRegs next;
+    loadChunk(0u, min(CH, p.M), hh, kh, next);
+    for (uint t0 = 0u; t0 < p.M; t0 += CH) {
+        uint n = min(CH, p.M - t0);
+        stageChunk(n, hh, next);
+        if (t0 + CH < p.M) loadChunk(t0 + CH, min(CH, p.M - t0 - CH), hh, kh, next); // used at the chunk's end
+        for (uint t = 0u; t < n; t++) {
+            uint i = t0 + t, b = i & 1u, q0 = t * 2u * S4, k0 = q0 + S4;
+            float be = gate[2u * t], decay = gate[2u * t + 1u];
+            float sq = inorm[2u * t], sk = inorm[2u * t + 1u];
+            vec4 rk = vec4(0.0);
+            [[unroll]] for (uint c = 0u; c < S4; c++) rk = fma(row[c], qk[k0 + c], rk);
+            float u = (vz[t * S + j] - decay * sk * sum4(rk)) * be * sk;
+            vec4 rq = vec4(0.0);
+            [[unroll]] for (uint c = 0u; c < S4; c++) {
+                vec4 nr = fma(qk[k0 + c], vec4(u), row[c] * decay);
+                row[c] = nr;
+                rq = fma(nr, qk[q0 + c], rq);
+            }
+            float oj = sum4(rq) * (p.scale * sq);
 
-        vec4 kk = vec4(0.0), rk = vec4(0.0);
-        for (uint c = 0u; c < S4; c++) {
-            vec4 k = ks[b][c];
-            kk = fma(k, k, kk);
-            rk = fma(row[c], k, rk);
-        }
-        float sk = 1.0 / max(sqrt(sum4(kk)), p.eps);
-        float u = (v - decay * sk * sum4(rk)) * be * sk;
-
-        vec4 qq = vec4(0.0), rq = vec4(0.0);
-        for (uint c = 0u; c < S4; c++) {
-            vec4 q = qs[b][c];
-            vec4 nr = fma(ks[b][c], vec4(u), row[c] * decay);
-            row[c] = nr;
-            rq = fma(nr, q, rq);
-            qq = fma(q, q, qq);
-        }
-        float oj = sum4(rq) * (p.scale / max(sqrt(sum4(qq)), p.eps));
-
-        // the gated RMS norm of the head's output
-        float ss = subgroupAdd(oj * oj);
-        if (subgroupElect()) part[b][gl_SubgroupID] = ss;
-        barrier();
-        ss = 0.0;
-        for (uint n = 0u; n < gl_NumSubgroups; n++) ss += part[b][n];
-        float zz = z[i * vd + hh * S + j];
-        float silu = zz / (1.0 + exp(-zz));
-        float res = oj * inversesqrt(ss / float(S) + p.eps) * nw[j] * silu;
+            // the gated RMS norm of the head's output
+            float ss = subgroupAdd(oj * oj);
+            if (subgroupElect()) part[b][gl_SubgroupID] = ss;
+            barrier();
+            ss = 0.0;
+            for (uint g = 0u; g < gl_NumSubgroups; g++) ss += part[b][g];
+            float zz = vz[(CH + t) * S + j];
+            float silu = zz / (1.0 + exp(-zz));
+            float res = oj * inversesqrt(ss / float(S) + p.eps) * nw[j] * silu;
 #ifdef ROUND_X8
         amaxS[j] = abs(res);
         barrier();
@@ -133,6 +170,7 @@ void main() {
 #else
         o[i * vd + hh * S + j] = res;
 #endif
+        }
     }
-    for (uint c = 0u; c < S4; c++) state[base + c] = row[c];
+    [[unroll]] for (uint c = 0u; c < S4; c++) state[base + c] = row[c];
 }

@@ -69,10 +69,10 @@ func deltaRuleRef(x, z, beta, g, w, st []float32, s, kh, vh, m int, eps float64,
 // every output and state value within 1e-4 · max(1, |ref|) (f32 sums of S products of
 // unit-scale values in the reference's order, measured 1.5e-6 on lavapipe over 3 tokens).
 // Fast tier (delta_rule_fast_<S>, fused multiply-adds, four partial sums a dot product, the
-// device's exp, log and roots, beta and alpha gated inside from the raw projections): the same
-// bound over 3 tokens, and over 40 tokens (the state carried
-// through each: the error stays at f32's level instead of growing, since e^g < 1 and the
-// delta rule's update contracts it). A wrong head mapping, decay or norm is off by far more:
+// device's exp, log and roots, beta and alpha gated inside from the raw projections, the window
+// staged in chunks of 8 tokens): the same bound over 3 tokens (part of a chunk), 8 (one) and 43
+// (five and part of one, the state carried through each: the error stays at f32's level
+// instead of growing, since e^g < 1 and the delta rule's update contracts it). A wrong head mapping, decay or norm is off by far more:
 // negative control, the reference with value head h reading key head h / (vh/kh) (grouped, not
 // interleaved) differs from the kernel by more than the bound. Fails if the fast tier does not
 // make delta_rule_fast_<S>.
@@ -82,7 +82,7 @@ func TestDeltaRuleMatchesFloat64Reference(t *testing.T) {
 	const eps, bound = 1e-6, 1e-4
 	for _, tier := range tiers {
 		for _, s := range []int{64, 128} {
-			for _, m := range []int{3, 40} {
+			for _, m := range []int{3, 8, 43} {
 				if tier.exact && m > 3 {
 					continue // the exact kernel's long windows run in the hybrids' CPU comparisons
 				}
