@@ -2,6 +2,9 @@ package sample
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
 	"testing"
 )
 
@@ -160,5 +163,99 @@ func TestGreedyIgnoresNaN(t *testing.T) {
 	nan := float32(math.NaN())
 	if got := New(Params{}).Sample([]float32{nan, -3, nan, -4}); got != 1 {
 		t.Fatalf("greedy with NaNs = %d, want 1", got)
+	}
+}
+
+// BenchmarkSample times one draw over a 128256-token vocabulary (llama 3's) under the app's
+// chat defaults and with top-k off.
+func BenchmarkSample(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	logits := make([]float32, 128256)
+	for i := range logits {
+		logits[i] = float32(rng.NormFloat64() * 3)
+	}
+	for _, tc := range []struct {
+		name string
+		p    Params
+	}{
+		{"app-chat-defaults", Params{Temperature: 0.7, TopP: 0.9, MinP: 0.05, Seed: 3}},
+		{"top-k-40-penalty", Params{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1.1, Seed: 3}},
+		{"temperature-only", Params{Temperature: 1, Seed: 3}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := New(tc.p)
+			s.Accept(1, 2, 3, 500, 9000)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				s.Sample(logits)
+			}
+		})
+	}
+}
+
+// referenceDistribution is the chain as first written: every candidate stable-sorted by logit,
+// then top-k, top-p, min-p and the temperature over what is left.
+func referenceDistribution(logits []float32, penalised map[int]float32, p Params) []candidate {
+	var c []candidate
+	for i, v := range logits {
+		if o, ok := penalised[i]; ok {
+			v = o
+		}
+		if !math.IsNaN(float64(v)) {
+			c = append(c, candidate{id: i, logit: v})
+		}
+	}
+	sort.SliceStable(c, func(i, j int) bool { return c[i].logit > c[j].logit })
+	if p.TopK > 0 && p.TopK < len(c) {
+		c = c[:p.TopK]
+	}
+	softmax(c, 1, 0)
+	c = topP(c, p.TopP)
+	c = minP(c, p.MinP)
+	softmax(c, p.Temperature, 0)
+	return c
+}
+
+// The chain keeps the same candidates, in the same order and with the same probabilities, as a
+// sort of the whole vocabulary does: random logits with ties and NaNs, a repetition penalty,
+// every combination of the cuts. Where nothing cuts, the kept set is every candidate (its order
+// is the id order, so the sets are compared).
+func TestDistributionEqualsWholeSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := 0; trial < 12; trial++ {
+		logits := make([]float32, 3000)
+		for i := range logits {
+			logits[i] = float32(math.Round(rng.NormFloat64()*float64(1+trial)*4) / 4) // steps of 0.25: ties
+			if rng.IntN(200) == 0 {
+				logits[i] = float32(math.NaN())
+			}
+		}
+		for _, k := range []int{0, 1, 5, 40} {
+			for _, tp := range []float32{0, 0.3, 0.9, 0.999, 1} {
+				for _, mp := range []float32{0, 0.05, 0.3} {
+					for _, temp := range []float32{0.5, 1, 1.5} {
+						p := Params{Temperature: temp, TopK: k, TopP: tp, MinP: mp, RepeatPenalty: 1.3, Seed: 1}
+						s := New(p)
+						s.Accept(3, 17, 17, 2500)
+						pen := s.penalties(logits)
+						got := append([]candidate(nil), s.distribution(logits, pen)...)
+						want := referenceDistribution(logits, pen, p)
+						if k == 0 && (tp == 0 || tp == 1) && mp == 0 {
+							byID := func(a, b candidate) int { return a.id - b.id }
+							slices.SortFunc(got, byID)
+							slices.SortFunc(want, byID)
+						}
+						if len(got) != len(want) {
+							t.Fatalf("trial %d %+v: %d candidates kept, the whole sort keeps %d", trial, p, len(got), len(want))
+						}
+						for i := range want {
+							if got[i].id != want[i].id || math.Abs(got[i].p-want[i].p) > 1e-12 {
+								t.Fatalf("trial %d %+v: candidate %d is %d (p %g), the whole sort's %d (p %g)", trial, p, i, got[i].id, got[i].p, want[i].id, want[i].p)
+							}
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -526,27 +526,40 @@ func (b *Buffer) Write(off uint64, data []byte) error {
 
 // Read copies n bytes at off out of the buffer.
 func (b *Buffer) Read(off, n uint64) ([]byte, error) {
-	if off+n > b.Size {
-		return nil, fmt.Errorf("read %d bytes at %d from a %d-byte buffer: out of range", n, off, b.Size)
-	}
 	out := make([]byte, n)
-	if err := b.ctx.drainUploads(); err != nil {
+	if err := b.readInto(off, out); err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// readInto copies len(dst) bytes at off out of the buffer into dst: straight from the mapping
+// of a host-visible buffer, through the staging buffer otherwise.
+func (b *Buffer) readInto(off uint64, dst []byte) error {
+	n := uint64(len(dst))
+	if off+n > b.Size {
+		return fmt.Errorf("read %d bytes at %d from a %d-byte buffer: out of range", n, off, b.Size)
+	}
+	if err := b.ctx.drainUploads(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
 	if b.host {
-		copy(out, b.bytes()[off:off+n])
-		return out, nil
+		copy(dst, b.bytes()[off:off+n])
+		return nil
 	}
 	c := b.ctx
 	st, err := c.stagingBuffer(n)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.copyNow(b, off, st, 0, n); err != nil {
-		return nil, err
+		return err
 	}
-	copy(out, st.bytes()[:n])
-	return out, nil
+	copy(dst, st.bytes()[:n])
+	return nil
 }
 
 func (c *Context) stagingBuffer(n uint64) (*Buffer, error) {
@@ -608,12 +621,10 @@ func (b *Buffer) WriteF32(off int, v []float32) error {
 
 // ReadF32 reads n float32 values at element offset off.
 func (b *Buffer) ReadF32(off, n int) ([]float32, error) {
-	raw, err := b.Read(uint64(4*off), uint64(4*n))
-	if err != nil {
+	out := make([]float32, n)
+	if err := b.readInto(uint64(4*off), f32Bytes(out)); err != nil {
 		return nil, err
 	}
-	out := make([]float32, n)
-	copy(out, unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), n))
 	return out, nil
 }
 
@@ -627,12 +638,12 @@ func (b *Buffer) WriteU32(off int, v []uint32) error {
 
 // ReadU32 reads n uint32 values at element offset off.
 func (b *Buffer) ReadU32(off, n int) ([]uint32, error) {
-	raw, err := b.Read(uint64(4*off), uint64(4*n))
-	if err != nil {
-		return nil, err
-	}
 	out := make([]uint32, n)
-	copy(out, unsafe.Slice((*uint32)(unsafe.Pointer(&raw[0])), n))
+	if n > 0 {
+		if err := b.readInto(uint64(4*off), unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 4*n)); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 

@@ -71,7 +71,48 @@ func TestBufferRoundTripsThroughStaging(t *testing.T) {
 		if err := buf.Write(4000, data); err == nil {
 			t.Fatalf("host=%v: write past the end succeeded", host)
 		}
+		// the typed reads copy once, straight into their slices, at an element offset
+		f, err := buf.ReadF32(25, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := buf.ReadU32(25, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range f {
+			at := 4*(25+i) - 96
+			want := uint32(data[at]) | uint32(data[at+1])<<8 | uint32(data[at+2])<<16 | uint32(data[at+3])<<24
+			if math.Float32bits(f[i]) != want || u[i] != want {
+				t.Fatalf("host=%v: element %d read as %#x and %#x, want %#x", host, 25+i, math.Float32bits(f[i]), u[i], want)
+			}
+		}
+		if none, err := buf.ReadF32(10, 0); err != nil || len(none) != 0 {
+			t.Fatalf("host=%v: an empty read gave %d values, %v", host, len(none), err)
+		}
+		if _, err := buf.ReadF32(1020, 8); err == nil {
+			t.Fatalf("host=%v: a read past the end succeeded", host)
+		}
 		buf.Free()
+	}
+}
+
+// BenchmarkReadLogits times a decode step's read of a 128256-token vocabulary's logits from
+// their host-visible buffer (one copy into the returned slice).
+func BenchmarkReadLogits(b *testing.B) {
+	c := ctxOrSkip(b)
+	const vocab = 128256
+	buf, err := c.NewBuffer(4*vocab, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer buf.Free()
+	b.ReportAllocs()
+	b.SetBytes(4 * vocab)
+	for i := 0; i < b.N; i++ {
+		if _, err := buf.ReadF32(0, vocab); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
