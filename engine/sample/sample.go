@@ -70,7 +70,7 @@ func (s *Sampler) Sample(logits []float32) int {
 	}
 	penalised := s.penalties(logits)
 	if s.params.Greedy() {
-		return argmaxWith(logits, penalised)
+		return argmax(s.patched(logits, penalised))
 	}
 	return draw(s.distribution(logits, penalised), s.rng.Float64())
 }
@@ -175,14 +175,11 @@ func (s *Sampler) penalties(logits []float32) map[int]float32 {
 }
 
 // Argmax returns the index of the largest value (the first on ties), or -1 for an empty slice.
-func Argmax(logits []float32) int { return argmaxWith(logits, nil) }
+func Argmax(logits []float32) int { return argmax(logits) }
 
-func argmaxWith(logits []float32, override map[int]float32) int {
+func argmax(logits []float32) int {
 	best, bestV := -1, float32(math.Inf(-1))
 	for i, v := range logits {
-		if o, ok := override[i]; ok {
-			v = o
-		}
 		if v != v { // NaN never wins
 			continue
 		}
