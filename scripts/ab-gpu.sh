@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ab-gpu.sh times one model under several sets of environment switches (the VKLLM_GPU_* A/B
 # switches of docs/ENV.md) in one call, the sets taking turns round after round so that a
-# machine's drift falls on all of them alike, and prints each set's t/s per round and mean.
+# machine's drift falls on all of them alike, and prints each set's t/s for each test row (pp,
+# tg, at a depth) per round, then their means.
 #
 #   scripts/ab-gpu.sh [options] MODEL SET [SET ...]
 #
@@ -57,8 +58,8 @@ for set in "$@"; do
 	done
 done
 
-# rate runs one bench process under the set's variables and prints its mean t/s (the last
-# test row's), or "failed".
+# rate runs one bench process under the set's variables and prints a "TEST T/S" line for each
+# of its test rows (pp512, tg128, tg128 @ d4096 ...), or "failed".
 rate() {
 	local set=$1 args=(bench --gpu -no-save -m "$MODEL" -p "$P" -n "$N" -r "$R")
 	[ "$D" -gt 0 ] && args+=(-d "$D")
@@ -69,30 +70,43 @@ rate() {
 		printf '%s\n' "$out" | tail -3 >&2
 		return
 	fi
-	printf '%s\n' "$out" | grep -E '^\|.*(tg|pp)[0-9]' | tail -1 | awk -F'|' '{ split($8, a, " "); print a[1] }'
+	printf '%s\n' "$out" | grep -E '^\|.*(tg|pp)[0-9]' | awk -F'|' '{
+		test = $7; gsub(/^ +| +$/, "", test); gsub(/ +/, "_", test)
+		split($8, a, " "); print test, a[1] }'
 }
 
 declare -A sum count
+tests=()
+echo "| round | set | test | t/s |"
+echo "|---:|---|---|---:|"
 for ((round = 1; round <= ROUNDS; round++)); do
 	for set in "$@"; do
 		echo "[round $round] $set" >&2
-		t=$(rate "$set")
-		t=${t:-failed}
-		printf '| %d | %s | %s |\n' "$round" "$set" "$t"
-		if [ "$t" != failed ]; then
-			sum[$set]=$(awk -v a="${sum[$set]:-0}" -v b="$t" 'BEGIN { print a + b }')
-			count[$set]=$((${count[$set]:-0} + 1))
+		rows=$(rate "$set")
+		if [ -z "$rows" ] || [ "$rows" = failed ]; then
+			printf '| %d | %s | - | failed |\n' "$round" "$set"
+			continue
 		fi
+		while read -r test t; do
+			printf '| %d | %s | %s | %s |\n' "$round" "$set" "${test//_/ }" "$t"
+			case " ${tests[*]} " in *" $test "*) ;; *) tests+=("$test") ;; esac
+			key="$set|$test"
+			sum[$key]=$(awk -v a="${sum[$key]:-0}" -v b="$t" 'BEGIN { print a + b }')
+			count[$key]=$((${count[$key]:-0} + 1))
+		done <<<"$rows"
 	done
 done
 echo
-echo "| set | mean t/s | rounds |"
-echo "|---|---:|---:|"
-for set in "$@"; do
-	if [ "${count[$set]:-0}" -gt 0 ]; then
-		mean=$(awk -v a="${sum[$set]}" -v n="${count[$set]}" 'BEGIN { printf "%.2f", a / n }')
-	else
-		mean=failed
-	fi
-	printf '| %s | %s | %s |\n' "$set" "$mean" "${count[$set]:-0}"
+echo "| set | test | mean t/s | rounds |"
+echo "|---|---|---:|---:|"
+for test in "${tests[@]}"; do
+	for set in "$@"; do
+		key="$set|$test"
+		if [ "${count[$key]:-0}" -gt 0 ]; then
+			mean=$(awk -v a="${sum[$key]}" -v n="${count[$key]}" 'BEGIN { printf "%.2f", a / n }')
+		else
+			mean=failed
+		fi
+		printf '| %s | %s | %s | %s |\n' "$set" "${test//_/ }" "$mean" "${count[$key]:-0}"
+	done
 done

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/bench"
+	"github.com/vkllm/vkllm/engine/model/modeltest"
+	"github.com/vkllm/vkllm/engine/quant"
 	"github.com/vkllm/vkllm/engine/vulkan"
 )
 
@@ -155,4 +157,60 @@ func TestBenchGPUScriptQuickRun(t *testing.T) {
 			t.Errorf("report without a peer:\n%s", stdout)
 		}
 	})
+}
+
+// scripts/ab-gpu.sh on lavapipe: one tiny model under two sets of switches, every test row
+// (pp and tg) of every set in every round, then the means; a set that is not VKLLM_*
+// assignments is refused before anything runs.
+func TestABGPUScriptTimesEverySetAndTest(t *testing.T) {
+	devs, err := vulkan.Devices()
+	if err != nil || len(devs) == 0 {
+		t.Skipf("no Vulkan device here (install mesa-vulkan-drivers for lavapipe): %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(tmp, "vkllm")); err != nil {
+		t.Fatal(err)
+	}
+	model := modeltest.TinySynth(t, tmp, "llama", quant.Q4_0, 1)
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command("bash", append([]string{"../../scripts/ab-gpu.sh"}, args...)...)
+		cmd.Env = append(os.Environ(), "VKLLM="+filepath.Join(tmp, "vkllm"), "VKLLM_GPU_VRAM_MB=1024", "VKLLM_DATA_DIR="+t.TempDir())
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	stdout, stderr, err := run("-p", "8", "-n", "4", "-r", "1", "--rounds", "2", model, "-", "VKLLM_GPU_X8=0")
+	if err != nil {
+		t.Fatalf("ab-gpu.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	for _, round := range []string{"1", "2"} {
+		for _, set := range []string{"-", "VKLLM_GPU_X8=0"} {
+			for _, test := range []string{"pp8", "tg4"} {
+				prefix := fmt.Sprintf("| %s | %s | %s | ", round, set, test)
+				line := ""
+				for _, l := range strings.Split(stdout, "\n") {
+					if strings.HasPrefix(l, prefix) {
+						line = l
+					}
+				}
+				rate, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(line, prefix), " |"), 64)
+				if !(rate > 0) {
+					t.Errorf("no rate for round %s, set %s, %s (line %q):\n%s", round, set, test, line, stdout)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"| - | pp8 | ", "| VKLLM_GPU_X8=0 | tg4 | "} {
+		if !strings.Contains(stdout, want) || !strings.Contains(stdout, " | 2 |") {
+			t.Errorf("the means lack %q over 2 rounds:\n%s", want, stdout)
+		}
+	}
+	if _, stderr, err := run(model, "-", "GPU_X8=0"); err == nil || !strings.Contains(stderr, "VKLLM_*=value") {
+		t.Errorf("a set without VKLLM_ variables ran (%v): %s", err, stderr)
+	}
 }
