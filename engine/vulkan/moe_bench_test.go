@@ -74,8 +74,60 @@ func BenchmarkMoEExperts(b *testing.B) {
 				b.Logf("%v prefill %d tokens: %.0f us for the grouped gate, up and down, %.0f tokens/s per layer", typ, m, best, float64(m)/best*1e6)
 			}
 			b.ReportMetric(best, typ.String()+"-m"+map[bool]string{true: "1", false: "512"}[m == 1]+"-us")
+			if m == 1 {
+				benchMoEDecodeX8(b, c, typ, gateUp, down, idb, uint64(upOff), upRow, downRow)
+			}
 		}
 	}
+}
+
+// benchMoEDecodeX8 times the fast tier's decode products of one MoE layer as the token command
+// records them, stage by stage (each followed by its barrier): the token's input rounded once
+// (quantize_x8), the gate and up experts with SwiGLU at once (moe_matvec_x8 with the up
+// experts' offset), their outputs rounded (quantize_x8 over 8 rows), the down experts adding
+// the router's combine into the residual (moe_down_x8). Each stage's µs and the weight bytes
+// it reads a second: what a MoE decode step's time (30B-A3B: ~34 µs a layer for gate and up at
+// 128 positions, at 2 TB/s that would be 7) goes to, kernel or stage.
+func benchMoEDecodeX8(b *testing.B, c *Context, typ quant.Type, gateUp, down, ids *Buffer, upOff uint64, upRow, downRow int) {
+	const dim, ne, ff, used, reps = 2048, 128, 768, 8, 8
+	if x8Kernel("moe_matvec_x8_", typ) == "" || x8Kernel("moe_down_x8_", typ) == "" || !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		b.Logf("%v: no int8 MoE decode kernels here", typ)
+		return
+	}
+	rng := rand.New(rand.NewSource(5))
+	q8k := x8Q8K(typ)
+	x := benchBuffer(b, c, f32Bytes(randVec(rng, dim, 1)))
+	res := benchBuffer(b, c, f32Bytes(randVec(rng, dim, 1)))
+	xq, xs := benchBuffer(b, c, make([]byte, x8QuantBytes(dim))), benchBuffer(b, c, make([]byte, x8ScaleBytes(dim)))
+	hid := benchBuffer(b, c, make([]byte, 4*used*ff))
+	hq, hs := benchBuffer(b, c, make([]byte, used*x8QuantBytes(ff))), benchBuffer(b, c, make([]byte, used*x8ScaleBytes(ff)))
+	wts := benchBuffer(b, c, f32Bytes(randVec(rng, used, 1)))
+	stages := []struct {
+		name  string
+		bytes int
+		rec   func(s *Seq)
+	}{
+		{"quantize_x8 (the input)", 0, func(s *Seq) { s.QuantizeX8(x.All(), xq.All(), xs.All(), dim, 1, X8Input{Q8K: q8k}) }},
+		{"moe_matvec_x8 gate+up+SwiGLU", used * 2 * upRow * ff, func(s *Seq) {
+			s.MoEMatVecX8(typ, gateUp.All(), xq.All(), xs.All(), hid.All(), ids.All(), upOff, dim, ff, 0, ne, used, used, false, ff)
+		}},
+		{"quantize_x8 (8 hidden rows)", 0, func(s *Seq) { s.QuantizeX8(hid.All(), hq.All(), hs.All(), ff, used, X8Input{Q8K: q8k && ff%256 == 0}) }},
+		{"moe_down_x8 + combine", used * downRow * dim, func(s *Seq) {
+			s.MoEDownX8(typ, down.All(), hq.All(), hs.All(), res.All(), ids.All(), wts.All(), res.All(), res.All(), ff, dim, used, false)
+		}},
+	}
+	total := 0.0
+	for _, st := range stages {
+		us := bestNsPerRep(b, c, reps, func(s *Seq) { st.rec(s) }) / 1e3
+		total += us
+		if st.bytes > 0 {
+			b.Logf("%v decode x8: %s %.1f us, %.0f GB/s of expert weights", typ, st.name, us, float64(st.bytes)/us/1e3)
+		} else {
+			b.Logf("%v decode x8: %s %.1f us", typ, st.name, us)
+		}
+	}
+	b.Logf("%v decode x8: %.1f us a layer's experts in all", typ, total)
+	b.ReportMetric(total, typ.String()+"-x8-m1-us")
 }
 
 func u32Bytes(v []uint32) []byte {
