@@ -17,6 +17,13 @@ import (
 // prefillChunk is how many prompt tokens are evaluated between cancellation checks.
 const prefillChunk = 256
 
+// greedyRunner is a runner that can pick the most likely next token itself: Greedy evaluates
+// token at pos like Eval and returns the argmax of its logits, the lowest id on ties (the
+// resident Vulkan driver's argmax on the device, 4 bytes read back).
+type greedyRunner interface {
+	Greedy(token, pos int) (int, error)
+}
+
 // Tokenize returns the token ids of text. Special tokens written in text (e.g. "<|im_start|>")
 // are parsed as such; addSpecial adds BOS/EOS as the model's metadata says.
 func (e *Engine) Tokenize(text string, addSpecial bool) ([]int, error) {
@@ -175,15 +182,26 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 		text.WriteString(p.Text)
 		return onPiece(p)
 	}
+	// A greedy request without a repetition penalty on a runner that takes the argmax on its
+	// device (greedyRunner) reads back the next token, not the vocabulary's logits (half a
+	// megabyte at 128k tokens, then a scan of them on the CPU) from the second token on.
+	onDevice, _ := e.runner.(greedyRunner)
+	if p := sampler.Params(); !p.Greedy() || (p.RepeatPenalty != 0 && p.RepeatPenalty != 1) {
+		onDevice = nil
+	}
+	next := -1 // the device's pick for the next token
 	pos := len(prompt)
 	for {
-		id := sampler.Sample(logits)
+		id := next
+		if next < 0 {
+			id = sampler.Sample(logits)
+		}
 		lastAt = time.Now()
 		if firstAt.IsZero() {
 			firstAt = lastAt
 			res.Timings.TimeToFirst = firstAt.Sub(start)
 		}
-		if id < 0 {
+		if id < 0 || id >= e.model.Hyper.VocabSize {
 			return res, errors.New("generate: the model produced no valid logits")
 		}
 		if e.tok.IsEOG(id) {
@@ -210,7 +228,12 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 			res.Stop = StopCancelled
 			break
 		}
-		if logits, err = e.runner.Eval([]int{id}, pos, false); err != nil {
+		if onDevice != nil {
+			next, err = onDevice.Greedy(id, pos)
+		} else {
+			logits, err = e.runner.Eval([]int{id}, pos, false)
+		}
+		if err != nil {
 			res.Text = text.String()
 			e.finishTimings(&res, firstAt, lastAt)
 			return res, fmt.Errorf("generate: evaluate token %d at position %d: %w", id, pos, err)

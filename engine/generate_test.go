@@ -449,3 +449,60 @@ func TestLoadPrefaultsTheFileForTheGPU(t *testing.T) {
 		t.Fatalf("the GPU backend saw prefault runs %v, want one started", prefaulted)
 	}
 }
+
+// greedyScriptedRunner is a scriptedRunner that also picks the next token itself (as the
+// resident Vulkan driver's device argmax does), recording those steps apart.
+type greedyScriptedRunner struct {
+	scriptedRunner
+	greedy [][2]int // (token, pos) of each Greedy call
+}
+
+func (g *greedyScriptedRunner) Greedy(token, pos int) (int, error) {
+	g.greedy = append(g.greedy, [2]int{token, pos})
+	logits, err := g.Eval([]int{token}, pos, false)
+	if err != nil {
+		return 0, err
+	}
+	g.evals = g.evals[:len(g.evals)-1] // counted as a Greedy step, not an Eval
+	return sample.Argmax(logits), nil
+}
+
+// A greedy request without a repetition penalty takes the runner's own argmax from the second
+// token on (the prompt's logits still come back for the first); a penalty or a temperature
+// needs the logits, so every step is an Eval. The tokens are the script's either way.
+func TestGreedyGenerateTakesTheDevicesArgmax(t *testing.T) {
+	e := loadEmbedded(t)
+	script := []int{300, 301, 302, 303, 304, 305}
+	for _, tc := range []struct {
+		name     string
+		sampling sample.Params
+		onDevice bool
+	}{
+		{"greedy", sample.Params{}, true},
+		{"greedy with a penalty of 1", sample.Params{RepeatPenalty: 1}, true},
+		{"greedy with a penalty", sample.Params{RepeatPenalty: 1.1}, false},
+		{"sampled", sample.Params{Temperature: 0.7, TopK: 1, Seed: 3}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &greedyScriptedRunner{scriptedRunner: scriptedRunner{vocab: e.info.VocabSize, script: script}}
+			e.runner.Close()
+			e.runner, e.cached = g, nil
+			res, _ := collect(t, e, GenerateRequest{PromptTokens: []int{1, 403, 407}, MaxTokens: len(script), Sampling: tc.sampling})
+			if !slices.Equal(res.Generated, script) {
+				t.Fatalf("generated %v, want the script %v", res.Generated, script)
+			}
+			wantGreedy := 0
+			if tc.onDevice {
+				wantGreedy = len(script) - 1
+			}
+			if len(g.greedy) != wantGreedy || len(g.evals) != 1+len(script)-1-wantGreedy {
+				t.Fatalf("%d device argmax steps and %d evaluations, want %d and %d", len(g.greedy), len(g.evals), wantGreedy, 1+len(script)-1-wantGreedy)
+			}
+			for i, step := range g.greedy {
+				if step != [2]int{script[i], 3 + i} {
+					t.Fatalf("device step %d evaluated token %d at %d, want %d at %d", i, step[0], step[1], script[i], 3+i)
+				}
+			}
+		})
+	}
+}

@@ -84,6 +84,15 @@ func TestEngineLoadsQwenResidentAndSplit(t *testing.T) {
 			if got := greedyTokens(t, e, engineQwenPrompt, steps); !equalTokens(got, want) {
 				t.Fatalf("resident greedy %v, cpu %v", got, want)
 			}
+			// Generate's greedy steps take the device's argmax (Resident.Greedy): the same tokens
+			// (up to an end-of-generation token, where it stops)
+			res, err := e.Generate(context.Background(), engine.GenerateRequest{PromptTokens: engineQwenPrompt, MaxTokens: steps}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(res.Generated); n == 0 || !equalTokens(res.Generated, want[:n]) || (n < steps && res.Stop != engine.StopEOS) {
+				t.Fatalf("resident Generate %v (stop %q), cpu greedy %v", res.Generated, res.Stop, want)
+			}
 			e.Close()
 
 			mb, layers := splitPin(t, path)
