@@ -14,8 +14,16 @@ import (
 	"github.com/vkllm/vkllm/engine/sample"
 )
 
-// prefillChunk is how many prompt tokens are evaluated between cancellation checks.
+// prefillChunk is how many prompt tokens are evaluated between cancellation checks, at least
+// (a runner with prefill windows evaluates one window at a time: windowRunner).
 const prefillChunk = 256
+
+// windowRunner is a runner that evaluates a prompt in windows of PrefillWindow rows (the
+// resident Vulkan driver: 512): a prompt evaluated in smaller pieces would cut its windows
+// short, and its matrix products run best on whole windows.
+type windowRunner interface {
+	PrefillWindow() int
+}
 
 // greedyRunner is a runner that can pick the most likely next token itself: Greedy evaluates
 // token at pos like Eval and returns the argmax of its logits, the lowest id on ties (the
@@ -158,12 +166,16 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 	}
 	e.cached = e.cached[:reuse]
 	var logits []float32
-	for pos := reuse; pos < len(prompt); pos += prefillChunk {
+	chunkLen := prefillChunk
+	if w, ok := e.runner.(windowRunner); ok {
+		chunkLen = max(chunkLen, w.PrefillWindow())
+	}
+	for pos := reuse; pos < len(prompt); pos += chunkLen {
 		if ctx.Err() != nil {
 			res.Stop = StopCancelled
 			return res, nil
 		}
-		chunk := prompt[pos:min(pos+prefillChunk, len(prompt))]
+		chunk := prompt[pos:min(pos+chunkLen, len(prompt))]
 		if logits, err = e.runner.Eval(chunk, pos, false); err != nil {
 			return res, fmt.Errorf("generate: evaluate prompt: %w", err)
 		}

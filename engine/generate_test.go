@@ -506,3 +506,50 @@ func TestGreedyGenerateTakesTheDevicesArgmax(t *testing.T) {
 		})
 	}
 }
+
+// windowedScriptedRunner is a scriptedRunner with prefill windows of its own.
+type windowedScriptedRunner struct {
+	scriptedRunner
+	window int
+}
+
+func (w *windowedScriptedRunner) PrefillWindow() int { return w.window }
+
+// A long prompt goes to the runner in pieces of prefillChunk tokens, or of the runner's prefill
+// window where that is larger (the resident driver's 512 rows), never cutting a window short.
+func TestPromptPiecesFollowThePrefillWindow(t *testing.T) {
+	e := loadEmbedded(t)
+	prompt := make([]int, 700)
+	for i := range prompt {
+		prompt[i] = 300 + i%50
+	}
+	for _, tc := range []struct {
+		name   string
+		runner interface {
+			model.Runner
+			evaluated() [][]int
+		}
+		want []int
+	}{
+		{"no window", &scriptedRunner{vocab: e.info.VocabSize, script: []int{5}}, []int{prefillChunk, prefillChunk, 700 - 2*prefillChunk, 1}},
+		{"window 600", &windowedScriptedRunner{scriptedRunner{vocab: e.info.VocabSize, script: []int{5}}, 600}, []int{600, 100, 1}},
+		{"window 100", &windowedScriptedRunner{scriptedRunner{vocab: e.info.VocabSize, script: []int{5}}, 100}, []int{prefillChunk, prefillChunk, 700 - 2*prefillChunk, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.runner.Close()
+			e.runner, e.cached = tc.runner, nil
+			if _, err := e.Generate(context.Background(), GenerateRequest{PromptTokens: prompt, MaxTokens: 2, Sampling: sample.Params{RepeatPenalty: 1.1}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			var sizes []int
+			for _, ev := range tc.runner.evaluated() {
+				sizes = append(sizes, len(ev))
+			}
+			if !slices.Equal(sizes, tc.want) {
+				t.Fatalf("evaluated pieces of %v tokens, want %v", sizes, tc.want)
+			}
+		})
+	}
+}
+
+func (s *scriptedRunner) evaluated() [][]int { return s.evals }

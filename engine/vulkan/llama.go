@@ -1140,6 +1140,10 @@ func (r *Resident) Reset() {
 // Name identifies the runner.
 func (r *Resident) Name() string { return "vulkan:" + r.c.Info.Name }
 
+// PrefillWindow is the most rows a prefill window takes (ResidentOptions.Window, or fewer for
+// a short context).
+func (r *Resident) PrefillWindow() int { return r.rows }
+
 // Context returns the positions the KV cache holds.
 func (r *Resident) Context() int { return r.ctxLen }
 
