@@ -169,19 +169,15 @@ type convEnd struct {
 // channel's causal convolution of width convK (taps C × convK), the state (convK-1 rows of n)
 // moves on by the product.
 func (s *Seq) MatVecX8Conv(t quant.Type, w, xq, xs, y, taps, state Binding, k, n, convK int) {
-	nr, ok := x8Rows[t]
-	if !ok || k%blockElems(t) != 0 || convK < 1 || convK > 8 {
-		s.fail(fmt.Errorf("matvec_x8 conv: %v rows of %d elements, a convolution of %d taps: unsupported", t, k, convK))
-		return
+	nr, err := x8Variant(t, w, xq, xs, k, n)
+	if err == nil && (convK < 1 || convK > 8) {
+		err = fmt.Errorf("a convolution of %d taps: unsupported (1 to 8)", convK)
 	}
-	rowBytes, err := t.RowBytes(k)
+	if err == nil && (y.Size < uint64(4*n) || taps.Size < uint64(4*n*convK) || state.Size < uint64(4*n*(convK-1))) {
+		err = fmt.Errorf("%v %dx%d: the output, taps or state binding is too small", t, n, k)
+	}
 	if err != nil {
 		s.fail(fmt.Errorf("matvec_x8 conv: %w", err))
-		return
-	}
-	if w.Size < uint64(rowBytes*n) || y.Size < uint64(4*n) || taps.Size < uint64(4*n*convK) || state.Size < uint64(4*n*(convK-1)) ||
-		xq.Size < uint64(x8QuantBytes(k)) || xs.Size < uint64(x8ScaleBytes(k)) {
-		s.fail(fmt.Errorf("matvec_x8 conv: %v %dx%d: a binding is too small", t, n, k))
 		return
 	}
 	kern := s.kernel(x8Kernel("matvec_x8_", t)+"_conv", 6, 28)

@@ -225,9 +225,10 @@ func TestHeadNormsRunInsideRopeKV(t *testing.T) {
 			m := loadTiny(t, "", tc.arch, quant.Q8_0, 5)
 			kernel, fewer := "rope_kv_norm", tc.attnLayers
 			if tc.arch == "qwen35" && c.gateFolds {
-				// the queries read out of the gated projection and the output gated in its
-				// rounding (VKLLM_GPU_GATE_FOLDS, which needs the norms in the rotation): two more
-				kernel, fewer = "rope_kv_norm_gq", 3*tc.attnLayers
+				// the queries read out of the gated projection, the attention's ranges merged and
+				// the output gated in its rounding (VKLLM_GPU_GATE_FOLDS, which needs the norms in
+				// the rotation): three more
+				kernel, fewer = "rope_kv_norm_gq", 4*tc.attnLayers
 			}
 			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.ropeNorms = on })
 			if d := barriers[false] - barriers[true]; d != fewer {

@@ -70,22 +70,19 @@ const (
 // rotated and values as they are packed to f16 into the cache y at row pos[0] (n halves a
 // row). cs holds the token's (cos, sin) pairs. It saves rope_kv's stage.
 func (s *Seq) MatVecX8RopeKV(t quant.Type, w, xq, xs, y, cs, pos Binding, k, n, headDim, ropeDim int, mode x8RopeKVMode) {
-	nr, ok := x8Rows[t]
-	if !ok || k%blockElems(t) != 0 || nr%2 != 0 || headDim%2 != 0 || ropeDim%2 != 0 || ropeDim > headDim || n%headDim != 0 {
-		s.fail(fmt.Errorf("matvec_x8 rope+kv: %v rows of %d elements, %d rows of heads of %d, %d rotated: unsupported", t, k, n, headDim, ropeDim))
-		return
-	}
-	rowBytes, err := t.RowBytes(k)
-	if err != nil {
-		s.fail(fmt.Errorf("matvec_x8 rope+kv: %w", err))
-		return
+	nr, err := x8Variant(t, w, xq, xs, k, n)
+	if err == nil && (nr%2 != 0 || headDim%2 != 0 || ropeDim%2 != 0 || ropeDim > headDim || n%headDim != 0) {
+		err = fmt.Errorf("%d rows of heads of %d, %d rotated, %d rows a pass: unsupported", n, headDim, ropeDim, nr)
 	}
 	out := uint64(4 * n)
 	if mode != x8RopeQueries {
 		out = 2 * uint64(n) // one row of the cache at least
 	}
-	if w.Size < uint64(rowBytes*n) || y.Size < out || cs.Size < uint64(4*ropeDim) || xq.Size < uint64(x8QuantBytes(k)) || xs.Size < uint64(x8ScaleBytes(k)) {
-		s.fail(fmt.Errorf("matvec_x8 rope+kv: %v %dx%d: a binding is too small", t, n, k))
+	if err == nil && (y.Size < out || cs.Size < uint64(4*ropeDim)) {
+		err = fmt.Errorf("%v %dx%d: the output or the rotation binding is too small", t, n, k)
+	}
+	if err != nil {
+		s.fail(fmt.Errorf("matvec_x8 rope+kv: %w", err))
 		return
 	}
 	kern := s.kernel(x8Kernel("matvec_x8_", t)+"_rkv", 6, 36)
@@ -95,6 +92,24 @@ func (s *Seq) MatVecX8RopeKV(t quant.Type, w, xq, xs, y, cs, pos Binding, k, n, 
 	rows, share, gx, gy := s.c.decodeRowGrid(nr, n)
 	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, uint32(0), share, uint32(headDim), uint32(ropeDim), uint32(mode)),
 		gx, gy, 1, w, xq, xs, y, cs, pos)
+}
+
+// x8Variant checks what every variant of a one-token matvec_x8 product with weights of type t
+// needs (MatVecX8RopeKV, MatVecX8Conv): a kernel for t, whole blocks, and bindings holding the
+// n rows of k elements and their rounded input; it returns the rows of a subgroup's pass.
+func x8Variant(t quant.Type, w, xq, xs Binding, k, n int) (int, error) {
+	nr, ok := x8Rows[t]
+	if !ok || k%blockElems(t) != 0 {
+		return 0, fmt.Errorf("%v rows of %d elements: no kernel", t, k)
+	}
+	rowBytes, err := t.RowBytes(k)
+	if err != nil {
+		return 0, err
+	}
+	if w.Size < uint64(rowBytes*n) || xq.Size < uint64(x8QuantBytes(k)) || xs.Size < uint64(x8ScaleBytes(k)) {
+		return 0, fmt.Errorf("%v %dx%d: the weight or the rounded input binding is too small", t, n, k)
+	}
+	return nr, nil
 }
 
 // int8AbsentCost is what a device without int8 dot products loses, measured: the decode
