@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/cpu"
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
@@ -44,15 +43,7 @@ func newCPUReference(t *testing.T, m *model.Model, roundsLike bool, ctx int) *cp
 	if roundsLike {
 		return ref
 	}
-	f, err := gguf.Open(m.File.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	dq, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dq := loadModelFile(t, m.File.Path)
 	modeltest.Dequantize(t, dq)
 	if ref.unrounded, err = cpu.New(dq, cpu.Options{Threads: 1, Context: ctx}); err != nil {
 		t.Fatal(err)

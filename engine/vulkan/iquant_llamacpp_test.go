@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/gguf"
-	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/synth"
 )
 
@@ -48,16 +46,7 @@ func TestResidentIQuantSynthModelsMatchLlamaCpp(t *testing.T) {
 			continue // the other types have their own reference tests
 		}
 		tested++
-		path := modeltest.TinySynth(t, dir, "llama", typ, 7)
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		m, err := model.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := loadModelFile(t, modeltest.TinySynth(t, dir, "llama", typ, 7))
 		cases := readGolden(t, golden)
 		for _, tier := range tiers {
 			t.Run(typName+"/"+tier.name, func(t *testing.T) {

@@ -4,8 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/gguf"
-	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
 )
@@ -61,15 +59,7 @@ func TestResidentKQuantModelsAreGreedyEqualToCPU(t *testing.T) {
 }
 
 func residentKQuantGreedy(t *testing.T, c *Context, typ quant.Type, kernel string, llamacppEq bool, tol, tie float64, cases []refCase) {
-	f, err := gguf.Open(modeltest.TinySynth(t, "", "llama", typ, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadModelFile(t, modeltest.TinySynth(t, "", "llama", typ, 7))
 	if m.Layers[0].Q.Type != typ || m.Layers[1].Down.Type != typ || m.TokenEmbd.Type != typ {
 		t.Fatalf("the model's matrices are %v/%v/%v, want %v", m.TokenEmbd.Type, m.Layers[0].Q.Type, m.Layers[1].Down.Type, typ)
 	}

@@ -27,7 +27,13 @@ func loadTiny(t *testing.T, dir, arch string, typ quant.Type, seed uint64) *mode
 // loadTinyMix is loadTiny with each role's type from mix.
 func loadTinyMix(t *testing.T, dir, arch string, mix synth.Mix, seed uint64) *model.Model {
 	t.Helper()
-	f, err := gguf.Open(modeltest.TinySynthMix(t, dir, arch, mix, seed))
+	return loadModelFile(t, modeltest.TinySynthMix(t, dir, arch, mix, seed))
+}
+
+// loadModelFile opens the GGUF at path and loads its model, the file closed when the test ends.
+func loadModelFile(t *testing.T, path string) *model.Model {
+	t.Helper()
+	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
