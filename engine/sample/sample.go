@@ -107,6 +107,17 @@ func (s *Sampler) distribution(logits []float32, penalised map[int]float32) []ca
 	if count == 0 {
 		return s.sorted[:0]
 	}
+	if math.IsInf(float64(maxL), 0) { // no finite normaliser: the top logits share the mass
+		c := s.sorted[:0]
+		for i, v := range vals {
+			if v == maxL {
+				c = append(c, candidate{id: i, logit: v})
+			}
+		}
+		s.sorted = c
+		softmax(c, p.Temperature, 0)
+		return c
+	}
 	z := expSumValues(vals, float64(maxL)) // the normaliser over every candidate
 	// Candidates at or above a logit threshold are a prefix of the sorted order. Min-p keeps
 	// what is within ln(min_p) of the maximum (a threshold a little below that contains it);
@@ -298,6 +309,20 @@ func softmax(c []candidate, temp float32, z float64) {
 	maxL := float64(c[0].logit) / float64(temp)
 	for _, x := range c[1:] {
 		maxL = math.Max(maxL, float64(x.logit)/float64(temp))
+	}
+	if math.IsInf(maxL, 0) { // the infinite logits (or, all -Inf, every one) share the mass
+		n := 0.0
+		for i := range c {
+			c[i].p = 0
+			if float64(c[i].logit)/float64(temp) == maxL {
+				c[i].p = 1
+				n++
+			}
+		}
+		for i := range c {
+			c[i].p /= n
+		}
+		return
 	}
 	sum := expSum(c, temp, maxL)
 	if z > 0 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 )
 
 func TestGreedyPicksLargestLogit(t *testing.T) {
@@ -255,6 +256,35 @@ func TestDistributionEqualsWholeSort(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// Infinite logits end a draw like finite ones (the cut search lowers its threshold until it
+// holds everything, never forever): a lone +Inf wins, all -Inf still picks a token.
+func TestSampleWithInfiniteLogitsEnds(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, tc := range []struct {
+		name   string
+		logits []float32
+		want   int // -2: any valid id
+	}{
+		{"one +Inf", []float32{0, 1, inf, 2, float32(math.NaN())}, 2},
+		{"all -Inf", []float32{-inf, -inf, -inf}, -2},
+		{"-Inf among finite", []float32{-inf, 3, -inf, 1}, -2},
+	} {
+		for _, p := range []Params{{Temperature: 0.7, TopP: 0.9}, {Temperature: 0.7, MinP: 0.05}, {Temperature: 0.7, TopP: 0.5, MinP: 0.1}, {Temperature: 1}, {Temperature: 1, TopK: 2}} {
+			p.Seed = 9
+			done := make(chan int, 1)
+			go func() { done <- New(p).Sample(tc.logits) }()
+			select {
+			case got := <-done:
+				if (tc.want >= 0 && got != tc.want) || got < 0 || got >= len(tc.logits) || math.IsNaN(float64(tc.logits[got])) {
+					t.Errorf("%s %+v: sampled %d", tc.name, p, got)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s %+v: the draw did not end", tc.name, p)
 			}
 		}
 	}
