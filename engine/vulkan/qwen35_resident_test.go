@@ -69,16 +69,19 @@ func TestResidentQwen35HybridsAgreeWithCPU(t *testing.T) {
 	}
 	// On a device with cooperative matrices the fast tier's prompt windows take fp16 tiles (and
 	// NVIDIA's cm2 kernels); there it runs once more on the shared-memory GEMM tier with f32
-	// attention, as lavapipe computes, which tells fp16 rounding from a defect.
-	variants := []struct {
-		name              string
-		exact, sharedGEMM bool
-	}{{"exact", true, false}, {"fast", false, false}}
+	// attention, as lavapipe computes, which tells fp16 rounding from a defect. Elsewhere the
+	// fast tier runs once more against the unrounded reference that such a device takes
+	// (fast-unrounded-reference), so that its plumbing is tested where CI runs: it must measure a
+	// rounding effect on Q8_0 and none on F32.
+	type variant struct {
+		name                   string
+		exact, sharedGEMM, unr bool
+	}
+	variants := []variant{{"exact", true, false, false}, {"fast", false, false, false}}
 	if c.gemm == gemmCoopmat {
-		variants = append(variants, struct {
-			name              string
-			exact, sharedGEMM bool
-		}{"fast-shared-gemm", false, true})
+		variants = append(variants, variant{"fast-shared-gemm", false, true, false})
+	} else {
+		variants = append(variants, variant{"fast-unrounded-reference", false, false, true})
 	}
 	dir := t.TempDir()
 	for _, arch := range []string{"qwen35", "qwen35moe"} {
@@ -96,19 +99,23 @@ func TestResidentQwen35HybridsAgreeWithCPU(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer r.Close()
-					roundsLike := roundsLikeReference(c, b.typ, m.Hyper.Dim)
+					roundsLike := roundsLikeReference(c, b.typ, m.Hyper.Dim) && !tier.unr
 					if !roundsLike {
-						t.Logf("prompt windows take fp16 tiles: each row's bound grows by the CPU's measured 8-bit rounding effect")
+						t.Logf("against the unrounded reference: each row's bound grows by the CPU's measured 8-bit rounding effect")
 					}
-					total := 0
+					total, effect := 0, 0.0
 					for _, p := range prompts[arch] {
 						ref := newCPUReference(t, m, roundsLike, 64)
-						worst, steps := compareHybridWithCPU(t, r, ref, m, p.tokens, 6, b.tol, b.tie)
-						t.Logf("%s prompt: largest |gpu − cpu| logit %.2g, %d greedy steps compared", p.name, worst, steps)
+						worst, steps, eff := compareHybridWithCPU(t, r, ref, m, p.tokens, 6, b.tol, b.tie)
+						t.Logf("%s prompt: largest |gpu − cpu| logit %.2g, %d greedy steps compared, rounding effect up to %.2g", p.name, worst, steps, eff)
 						total += steps
+						effect = math.Max(effect, eff)
 					}
 					if total < 4 {
 						t.Errorf("only %d greedy steps compared before near-ties: the test no longer tests much", total)
+					}
+					if tier.unr && (b.typ == quant.F32) != (effect == 0) {
+						t.Errorf("the unrounded reference measured a rounding effect of %g on %v weights (want one on quantized weights only)", effect, b.typ)
 					}
 				})
 			}
@@ -119,19 +126,20 @@ func TestResidentQwen35HybridsAgreeWithCPU(t *testing.T) {
 // compareHybridWithCPU evaluates prompt at position 0 on the resident driver and the CPU
 // reference (every logit of the rows up to the first token the CPU routes near a tie
 // compared), then up to steps greedy tokens; it returns the largest logit difference and the
-// steps whose token was compared. Each row is held to tol, plus the row's measured rounding
+// steps whose token was compared, and the largest rounding effect measured. Each row is held to tol, plus the row's measured rounding
 // effect where ref has an unrounded run (see cpuReference).
-func compareHybridWithCPU(t *testing.T, r *Resident, ref *cpuReference, m *model.Model, prompt []int, steps int, tol, tie float64) (float64, int) {
+func compareHybridWithCPU(t *testing.T, r *Resident, ref *cpuReference, m *model.Model, prompt []int, steps int, tol, tie float64) (worst float64, compared int, effect float64) {
 	t.Helper()
 	vocab := m.Hyper.VocabSize
-	worst := 0.0
 	cmp := func(what string, got, want, unrounded []float32, rows int) {
 		t.Helper()
 		for row := 0; row < rows; row++ {
 			lo, hi := row*vocab, (row+1)*vocab
 			bound := tol
 			if unrounded != nil {
-				bound += roundingEffect(want[lo:hi], unrounded[lo:hi], nil)
+				e := roundingEffect(want[lo:hi], unrounded[lo:hi], nil)
+				bound += e
+				effect = math.Max(effect, e)
 			}
 			for i := lo; i < hi; i++ {
 				d := math.Abs(float64(got[i] - want[i]))
@@ -151,7 +159,7 @@ func compareHybridWithCPU(t *testing.T, r *Resident, ref *cpuReference, m *model
 	cmp("prompt", got, want, unrounded, clear)
 	if clear < len(prompt) {
 		t.Logf("prompt token %d is routed within %g of a tie on the CPU: rows from it on not compared", clear, routerTie)
-		return worst, 0
+		return worst, 0, effect
 	}
 	rowOf := func(v []float32) []float32 {
 		if v == nil {
@@ -160,7 +168,7 @@ func compareHybridWithCPU(t *testing.T, r *Resident, ref *cpuReference, m *model
 		return v[len(v)-vocab:]
 	}
 	last, wantLast, unroundedLast := rowOf(got), rowOf(want), rowOf(unrounded)
-	pos, compared := len(prompt), 0
+	pos := len(prompt)
 	for step := 0; step < steps; step++ {
 		if ref.routedNearTie() {
 			break
@@ -184,7 +192,7 @@ func compareHybridWithCPU(t *testing.T, r *Resident, ref *cpuReference, m *model
 		cmp(fmt.Sprintf("decode step %d", step), last, wantLast, unroundedLast, 1)
 		pos++
 	}
-	return worst, compared
+	return worst, compared, effect
 }
 
 // secondOf is the index of the largest value of v other than v[first].
