@@ -104,6 +104,42 @@ const uint NR = NR_ROWS;
 
 #include "matvec_rows.glsl"
 
+#if defined(COOP_LOAD)
+// COOP_LOAD (Q8_0, matvec_x8_q8_0c*): a subgroup's lanes take consecutive 34-byte blocks of a
+// row, 2-byte aligned in GGUF's layout, so a lane's own loads are nine 4-byte words (a layout of
+// quants then scales, read in 16-byte words, read Q8_0 2x faster: PERF.md session 7, but the
+// GEMMs read GGUF's layout). Here the subgroup first copies the run of blocks it is about to
+// take, row by row, into shared memory in 16-byte words (consecutive lanes, consecutive words),
+// and each lane reads its block from there. The same sums in the same order as matvec_x8_q8_0.
+const uint COOP_ROW = 34u * 128u / 16u + 2u * 16u; // a row's words: the workgroup's 128 lanes' blocks and two more a subgroup (16 at most)
+shared uvec4 coopRun[NR * COOP_ROW];
+
+// wordAt is the weights' 16-byte word g (the binding's last, partial word from its 4-byte words).
+uvec4 wordAt(uint g) {
+    if (g < uint(w4.length())) return w4[g];
+    uvec4 v = uvec4(0u);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) if (4u * g + i < uint(w.length())) v[i] = w[4u * g + i];
+    return v;
+}
+
+// q8SharedDot is unitDot's Q8_0 block at byte off of the shared run at word region.
+float q8SharedDot(uint region, uint off, uvec4 xa, uvec4 xb, vec2 s) {
+    uint a = off >> 2;
+    uint ws[9];
+    [[unroll]] for (uint i = 0u; i < 9u; i++) ws[i] = coopRun[region + ((a + i) >> 2)][(a + i) & 3u];
+    bool al = (off & 2u) == 0u;
+    float d = unpackHalf2x16(al ? ws[0] : ws[0] >> 16).x;
+    uvec4 qa, qb;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        qa[i] = al ? (ws[i] >> 16) | (ws[i + 1u] << 16) : ws[i + 1u];
+        qb[i] = al ? (ws[i + 4u] >> 16) | (ws[i + 5u] << 16) : ws[i + 5u];
+    }
+    int isum = 0;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) isum += idot(qa[i], xa[i]) + idot(qb[i], xb[i]);
+    return d * s.x * float(isum);
+}
+#endif
+
 void main() {
 #if defined(T_IQUANT)
     iqGridsLoad();
@@ -121,6 +157,29 @@ void main() {
         if (row0 >= p.N) break;
         float acc[NR];
         [[unroll]] for (uint i = 0u; i < NR; i++) acc[i] = 0.0;
+#if defined(COOP_LOAD)
+        uint region = gl_SubgroupID * ((34u * lanes) / 16u + 2u);
+        for (uint ub = uFirst - lane; ub < units; ub += uStep) { // ub: the subgroup's run's first unit
+            uint u = ub + lane, cnt = min(lanes, units - ub);
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                uint start = min(row0 + i, p.N - 1u) * rowBytes + 34u * ub;
+                uint a0 = start >> 4, nv = ((start + 34u * cnt + 15u) >> 4) - a0;
+                for (uint v = lane; v < nv; v += lanes) coopRun[i * COOP_ROW + region + v] = wordAt(a0 + v);
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            if (u < units) {
+                uint xi = (u >> 5) * 64u + (u & 31u);
+                uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
+                vec2 s = xs[u];
+                [[unroll]] for (uint i = 0u; i < NR; i++) {
+                    uint start = min(row0 + i, p.N - 1u) * rowBytes + 34u * ub;
+                    acc[i] += q8SharedDot(i * COOP_ROW + region, (start & 15u) + 34u * lane, xa, xb, s);
+                }
+            }
+            subgroupBarrier(); // every lane has read the run before the next one is copied
+        }
+#else
         for (uint u = uFirst; u < units; u += uStep) {
             uint xi = (u >> 5) * 64u + (u & 31u);
             uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
@@ -130,6 +189,7 @@ void main() {
                 acc[i] += unitDot(r * rowBytes, nb, u, xa, xb, s);
             }
         }
+#endif
         finishRows(acc, row0, r0, share);
     }
 }

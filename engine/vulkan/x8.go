@@ -28,6 +28,16 @@ func x8Kernel(family string, t quant.Type) string {
 	return family + suf
 }
 
+// x8Dense is the name of t's dense int8 decode product on this context (x8Kernel's, or the
+// Q8_0 one that copies its blocks through shared memory under VKLLM_GPU_Q8_COOP); the ROPE_KV
+// and CONV variants append their suffixes to it.
+func (c *Context) x8Dense(t quant.Type) string {
+	if t == quant.Q8_0 && c.q8Coop {
+		return "matvec_x8_q8_0c"
+	}
+	return x8Kernel("matvec_x8_", t)
+}
+
 // usesX8 reports whether a product of m tokens with weights of type t and k-element rows takes
 // matvec_x8 on this context: one token on the fast tier, with int8 dot products.
 func (c *Context) usesX8(t quant.Type, k, m int) bool {
@@ -52,7 +62,7 @@ func (s *Seq) MatVecX8(t quant.Type, w, xq, xs, y Binding, k, n int, accumulate 
 		s.fail(fmt.Errorf("matvec_x8: %v %dx%d: a binding is too small (weights %d of %d bytes, y %d of %d)", t, n, k, w.Size, rowBytes*n, y.Size, 4*n))
 		return
 	}
-	s.matVecX8(x8Kernel("matvec_x8_", t), nr, w, xq, xs, y, k, n, accumulate)
+	s.matVecX8(s.c.x8Dense(t), nr, w, xq, xs, y, k, n, accumulate)
 }
 
 // x8RopeKVMode is what matvec_x8's ROPE_KV variant makes of a decode product's rows.
@@ -85,7 +95,7 @@ func (s *Seq) MatVecX8RopeKV(t quant.Type, w, xq, xs, y, cs, pos Binding, k, n, 
 		s.fail(fmt.Errorf("matvec_x8 rope+kv: %w", err))
 		return
 	}
-	kern := s.kernel(x8Kernel("matvec_x8_", t)+"_rkv", 6, 36)
+	kern := s.kernel(s.c.x8Dense(t)+"_rkv", 6, 36)
 	if kern == nil {
 		return
 	}

@@ -52,13 +52,17 @@ func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 		{"matvec_x8_q4_0r", quant.Q4_0, 4, true},
 		{"matvec_x8_q8_0", quant.Q8_0, 4, false},
 		{"matvec_x8_q8_0r", quant.Q8_0, 4, true},
+		{"matvec_x8_q8_0c", quant.Q8_0, 4, false},
 		{"matvec_x8_q4_k", quant.Q4_K, 2, false},
 		{"matvec_x8_q4_k4", quant.Q4_K, 4, false},
 		{"matvec_x8_q5_k", quant.Q5_K, 2, false},
 		{"matvec_x8_q6_k", quant.Q6_K, 2, false},
 		{"matvec_x8_iq2_xxs", quant.IQ2_XXS, 4, false},
 	} {
-		for _, sh := range []struct{ k, n int }{{256, 37}, {512, 1030}, {1024, 5000}} {
+		for _, sh := range []struct{ k, n int }{{256, 37}, {512, 1030}, {1024, 5000}, {2080, 77}} {
+			if sh.k%blockElems(tc.typ) != 0 || (tc.split && sh.k%256 != 0) {
+				continue // 65 units of 32 (runs that end inside a subgroup) for the 32-blocks in GGUF's layout; the row-split rows start 16-byte aligned only at whole 256s
+			}
 			t.Run(fmt.Sprintf("%s/%dx%d", tc.kernel, sh.n, sh.k), func(t *testing.T) {
 				wq, deq := moeTestWeights(t, rng, tc.typ, sh.k, sh.n, 1)
 				var err error
@@ -113,7 +117,7 @@ var x8BenchKernels = map[quant.Type][]struct {
 	nr   int
 }{
 	quant.Q4_0:    {{"matvec_x8_q4_0", 4}, {"matvec_x8_q4_0r", 4}},
-	quant.Q8_0:    {{"matvec_x8_q8_0", 4}, {"matvec_x8_q8_0r", 4}},
+	quant.Q8_0:    {{"matvec_x8_q8_0", 4}, {"matvec_x8_q8_0r", 4}, {"matvec_x8_q8_0c", 4}},
 	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}},
 	quant.Q5_K:    {{"matvec_x8_q5_k", 2}},
 	quant.Q6_K:    {{"matvec_x8_q6_k", 2}},
@@ -684,5 +688,65 @@ func TestMatVecX8ConvEqualsProductThenSSMConv(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// With VKLLM_GPU_Q8_COOP a decode step's Q8_0 products copy their blocks through shared memory
+// (matvec_x8_q8_0c, its rope+kv and conv ends too): the logits of four decode steps equal the
+// GGUF-layout reads' bit for bit (the same sums in the same order), on llama (the fused
+// rope+kv ends) and qwen35 (the DeltaNet's conv end). Fails if the switch does not select the
+// kernels.
+func TestQ8CoopDecodeEqualsGGUFLayoutReads(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8, coop bool) { c.x8, c.q8Coop = x8, coop }(c.x8, c.q8Coop)
+	c.x8 = true
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		arch    string
+		kernels []string
+	}{
+		{"llama", []string{"matvec_x8_q8_0c", "matvec_x8_q8_0c_rkv"}},
+		{"qwen35", []string{"matvec_x8_q8_0c", "matvec_x8_q8_0c_conv"}},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			m := loadTiny(t, dir, tc.arch, quant.Q8_0, 3)
+			decode := func(coop bool) []float32 {
+				c.q8Coop = coop
+				r, err := NewResident(c, m, ResidentOptions{Context: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				var logits []float32
+				for i, id := range []int{1, 45, 329, 17} {
+					l, err := r.Eval([]int{id}, i, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					logits = append(logits, l...)
+				}
+				return logits
+			}
+			forgetKernels(c, tc.kernels...)
+			base := decode(false)
+			for _, k := range tc.kernels {
+				if _, made := c.kernels[k]; made {
+					t.Fatalf("%s made with the switch off", k)
+				}
+			}
+			coop := decode(true)
+			for _, k := range tc.kernels {
+				if _, made := c.kernels[k]; !made {
+					t.Errorf("the decode steps did not take %s", k)
+				}
+			}
+			if d := maxAbsDiff(base, coop); d != 0 {
+				t.Errorf("logits differ by up to %g from the GGUF-layout reads'", d)
+			}
+		})
 	}
 }
