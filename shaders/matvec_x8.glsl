@@ -100,19 +100,40 @@ void storeRowConv(uint r, float v) {
 #endif
 const uint NR = NR_ROWS;
 
-#include "x8_unit.glsl"
-
-#include "matvec_rows.glsl"
-
 #if defined(COOP_LOAD)
-// COOP_LOAD (Q8_0, matvec_x8_q8_0c*): a subgroup's lanes take consecutive 34-byte blocks of a
-// row, 2-byte aligned in GGUF's layout, so a lane's own loads are nine 4-byte words (a layout of
-// quants then scales, read in 16-byte words, read Q8_0 2x faster: PERF.md session 7, but the
-// GEMMs read GGUF's layout). Here the subgroup first copies the run of blocks it is about to
-// take, row by row, into shared memory in 16-byte words (consecutive lanes, consecutive words),
-// and each lane reads its block from there. The same sums in the same order as matvec_x8_q8_0.
-const uint COOP_ROW = 34u * 128u / 16u + 2u * 16u; // a row's words: the workgroup's 128 lanes' blocks and two more a subgroup (16 at most)
+// COOP_LOAD (Q8_0 and Q6_K: matvec_x8_q8_0c*, matvec_x8_q6_kc*): their blocks (34 and 210 bytes)
+// start 2-byte aligned in GGUF's layout, so a lane's own loads are 4-byte words or pairs of
+// halves (a layout of quants then scales, read in 16-byte words, read Q8_0 2x faster: PERF.md
+// session 7, but the GEMMs read GGUF's). Here a subgroup first copies the run of blocks its
+// lanes are about to take, row by row, into shared memory in 16-byte words (consecutive lanes,
+// consecutive words), and the unit's readers (x8_unit.glsl) read the copy: the same sums in
+// the same order as the kernel without it.
+#if defined(T_Q8_0)
+const uint COOP_BB = 34u, COOP_UPB = 1u;   // block bytes, 32-element units a block
+#elif defined(T_Q6_K)
+const uint COOP_BB = 210u, COOP_UPB = 8u;
+#else
+#error "matvec_x8.glsl: COOP_LOAD takes T_Q8_0 or T_Q6_K"
+#endif
+// a row's words: the runs of the workgroup's 128 lanes, and up to four more a subgroup (16 at most)
+const uint COOP_ROW = 128u / COOP_UPB * COOP_BB / 16u + 64u;
 shared uvec4 coopRun[NR * COOP_ROW];
+uint coopRegion; // the word of coopRun the row being read starts at
+
+uint coopWord(uint i) { return coopRun[coopRegion + (i >> 2)][i & 3u]; }
+uint coopLoad4(uint off) {
+    uint i = off >> 2;
+    return (off & 2u) == 0u ? coopWord(i) : (coopWord(i) >> 16) | (coopWord(i + 1u) << 16);
+}
+float coopF16(uint off) {
+    uint v = coopWord(off >> 2);
+    return unpackHalf2x16((off & 2u) != 0u ? v >> 16 : v).x;
+}
+int coopS8(uint off) { return int(coopWord(off >> 2) << (24u - 8u * (off & 3u))) >> 24; }
+#define X8_WORD(i) coopWord(i)
+#define X8_LOAD4(o) coopLoad4(o)
+#define X8_F16AT(o) coopF16(o)
+#define X8_S8(o) coopS8(o)
 
 // wordAt is the weights' 16-byte word g (the binding's last, partial word from its 4-byte words).
 uvec4 wordAt(uint g) {
@@ -121,24 +142,12 @@ uvec4 wordAt(uint g) {
     [[unroll]] for (uint i = 0u; i < 4u; i++) if (4u * g + i < uint(w.length())) v[i] = w[4u * g + i];
     return v;
 }
-
-// q8SharedDot is unitDot's Q8_0 block at byte off of the shared run at word region.
-float q8SharedDot(uint region, uint off, uvec4 xa, uvec4 xb, vec2 s) {
-    uint a = off >> 2;
-    uint ws[9];
-    [[unroll]] for (uint i = 0u; i < 9u; i++) ws[i] = coopRun[region + ((a + i) >> 2)][(a + i) & 3u];
-    bool al = (off & 2u) == 0u;
-    float d = unpackHalf2x16(al ? ws[0] : ws[0] >> 16).x;
-    uvec4 qa, qb;
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        qa[i] = al ? (ws[i] >> 16) | (ws[i + 1u] << 16) : ws[i + 1u];
-        qb[i] = al ? (ws[i + 4u] >> 16) | (ws[i + 5u] << 16) : ws[i + 5u];
-    }
-    int isum = 0;
-    [[unroll]] for (uint i = 0u; i < 4u; i++) isum += idot(qa[i], xa[i]) + idot(qb[i], xb[i]);
-    return d * s.x * float(isum);
-}
 #endif
+
+#include "x8_unit.glsl"
+
+#include "matvec_rows.glsl"
+
 
 void main() {
 #if defined(T_IQUANT)
@@ -158,12 +167,12 @@ void main() {
         float acc[NR];
         [[unroll]] for (uint i = 0u; i < NR; i++) acc[i] = 0.0;
 #if defined(COOP_LOAD)
-        uint region = gl_SubgroupID * ((34u * lanes) / 16u + 2u);
-        for (uint ub = uFirst - lane; ub < units; ub += uStep) { // ub: the subgroup's run's first unit
+        uint region = gl_SubgroupID * ((lanes / COOP_UPB * COOP_BB + 15u) / 16u + 3u);
+        for (uint ub = uFirst - lane; ub < units; ub += uStep) { // ub: the subgroup's run's first unit (a whole block's)
             uint u = ub + lane, cnt = min(lanes, units - ub);
             [[unroll]] for (uint i = 0u; i < NR; i++) {
-                uint start = min(row0 + i, p.N - 1u) * rowBytes + 34u * ub;
-                uint a0 = start >> 4, nv = ((start + 34u * cnt + 15u) >> 4) - a0;
+                uint start = min(row0 + i, p.N - 1u) * rowBytes + ub / COOP_UPB * COOP_BB;
+                uint a0 = start >> 4, nv = ((start + (cnt + COOP_UPB - 1u) / COOP_UPB * COOP_BB + 15u) >> 4) - a0;
                 for (uint v = lane; v < nv; v += lanes) coopRun[i * COOP_ROW + region + v] = wordAt(a0 + v);
             }
             subgroupMemoryBarrierShared();
@@ -173,8 +182,11 @@ void main() {
                 uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
                 vec2 s = xs[u];
                 [[unroll]] for (uint i = 0u; i < NR; i++) {
-                    uint start = min(row0 + i, p.N - 1u) * rowBytes + 34u * ub;
-                    acc[i] += q8SharedDot(i * COOP_ROW + region, (start & 15u) + 34u * lane, xa, xb, s);
+                    uint start = min(row0 + i, p.N - 1u) * rowBytes + ub / COOP_UPB * COOP_BB;
+                    coopRegion = i * COOP_ROW + region;
+                    // the run's first byte is byte start & 15 of the copy: unitDot's row starts
+                    // that far before it (wrapping), so unit u's block lands where it was copied
+                    acc[i] += unitDot((start & 15u) - ub / COOP_UPB * COOP_BB, nb, u, xa, xb, s);
                 }
             }
             subgroupBarrier(); // every lane has read the run before the next one is copied

@@ -7,11 +7,23 @@
 // (d, Σq). Integer sums are exact; the scaling is f32.
 int idot(uint a, uint b) { return dotPacked4x8EXT(int(a), int(b)); }
 
+// The weights' readers: a 4-byte word, and for Q6_K 4 bytes at a 2-byte aligned offset, an f16
+// and an int8; an including shader may define them first to read another copy (matvec_x8's
+// COOP_LOAD: a run of blocks copied into shared memory).
+#ifndef X8_WORD
+#define X8_WORD(i) w[i]
+#endif
+
 #if defined(T_IQ2_XXS)
 #define IQ_GRIDS_SHARED // the grid in shared memory: the kernel calls iqGridsLoad() and barrier() first
 #include "dequant.glsl" // its byte readers, block size and the IQ2_XXS grid (dequant_iq.glsl)
 #elif defined(T_Q6_K)
 #include "dequant.glsl" // its byte readers (210-byte blocks start 2-byte aligned) and block size
+#ifndef X8_LOAD4
+#define X8_LOAD4(o) load4(o)
+#define X8_F16AT(o) f16at(o)
+#define X8_S8(o) s8(o)
+#endif
 #elif defined(T_Q4_0)
 const uint BLOCK_BYTES = 18u, UNITS_PER_BLOCK = 1u;
 #elif defined(T_Q8_0)
@@ -51,7 +63,7 @@ float unitDot(uint rowByte, uint nb, uint u, uvec4 xa, uvec4 xb, vec2 s) {
 #else
     uint off = rowByte + 34u * u, a = off >> 2;
     uint ws[9];
-    [[unroll]] for (uint i = 0u; i < 9u; i++) ws[i] = w[a + i];
+    [[unroll]] for (uint i = 0u; i < 9u; i++) ws[i] = X8_WORD(a + i);
     bool al = (off & 2u) == 0u;
     float d = unpackHalf2x16(al ? ws[0] : ws[0] >> 16).x;
     uvec4 qa, qb;
@@ -73,12 +85,12 @@ float unitDot(uint rowByte, uint nb, uint u, uvec4 xa, uvec4 xb, vec2 s) {
     uint shl = (k >> 1) * 4u, shh = 2u * k;
     int isum0 = 0, isum1 = 0;
     [[unroll]] for (uint i = 0u; i < 8u; i++) {
-        uint q = ((load4(ql + 4u * i) >> shl) & 0x0f0f0f0fu) | (((load4(qh + 4u * i) >> shh) & 0x03030303u) << 4);
+        uint q = ((X8_LOAD4(ql + 4u * i) >> shl) & 0x0f0f0f0fu) | (((X8_LOAD4(qh + 4u * i) >> shh) & 0x03030303u) << 4);
         q = ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
         if (i < 4u) isum0 += idot(q, xa[i]); else isum1 += idot(q, xb[i - 4u]);
     }
     uint sc = base + 192u + 8u * h + 2u * k;
-    return f16at(base + 208u) * s.x * (float(s8(sc)) * float(isum0) + float(s8(sc + 1u)) * float(isum1));
+    return X8_F16AT(base + 208u) * s.x * (float(X8_S8(sc)) * float(isum0) + float(X8_S8(sc + 1u)) * float(isum1));
 #elif defined(T_IQ2_XXS)
     // unit u is group g = u % 8 of superblock u / 8: 4 grid indices (8 values each), then a
     // word of four 7-bit sign fields and the 4-bit scale. Each grid entry's 2-bit codes c

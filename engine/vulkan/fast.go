@@ -55,7 +55,7 @@ func (c *Context) selectNumericTier() {
 	c.deltaRounds = config.GPUDeltaRounds.Bool()
 	c.gateFolds = config.GPUGateFolds.Bool()
 	c.convFold = config.GPUConvFold.Bool()
-	c.q8Coop = config.GPUQ8Coop.Bool()
+	c.x8Coop = config.GPUX8Coop.Bool()
 	c.normF32 = config.GPUNormF32.Bool()
 	c.sharedX8 = config.GPUSharedX8.Bool()
 	if n := config.GPUAttSplits.Int(); n > 0 {

@@ -28,14 +28,15 @@ func x8Kernel(family string, t quant.Type) string {
 	return family + suf
 }
 
-// x8Dense is the name of t's dense int8 decode product on this context (x8Kernel's, or the
-// Q8_0 one that copies its blocks through shared memory under VKLLM_GPU_Q8_COOP); the ROPE_KV
-// and CONV variants append their suffixes to it.
+// x8Dense is the name of t's dense int8 decode product on this context (x8Kernel's, or for
+// Q8_0 and Q6_K the one that copies its blocks through shared memory under
+// VKLLM_GPU_X8_COOP); the ROPE_KV and CONV variants append their suffixes to it.
 func (c *Context) x8Dense(t quant.Type) string {
-	if t == quant.Q8_0 && c.q8Coop {
-		return "matvec_x8_q8_0c"
+	name := x8Kernel("matvec_x8_", t)
+	if c.x8Coop && (t == quant.Q8_0 || t == quant.Q6_K) {
+		name += "c"
 	}
-	return x8Kernel("matvec_x8_", t)
+	return name
 }
 
 // usesX8 reports whether a product of m tokens with weights of type t and k-element rows takes

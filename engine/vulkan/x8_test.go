@@ -57,6 +57,7 @@ func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 		{"matvec_x8_q4_k4", quant.Q4_K, 4, false},
 		{"matvec_x8_q5_k", quant.Q5_K, 2, false},
 		{"matvec_x8_q6_k", quant.Q6_K, 2, false},
+		{"matvec_x8_q6_kc", quant.Q6_K, 2, false},
 		{"matvec_x8_iq2_xxs", quant.IQ2_XXS, 4, false},
 	} {
 		for _, sh := range []struct{ k, n int }{{256, 37}, {512, 1030}, {1024, 5000}, {2080, 77}} {
@@ -120,7 +121,7 @@ var x8BenchKernels = map[quant.Type][]struct {
 	quant.Q8_0:    {{"matvec_x8_q8_0", 4}, {"matvec_x8_q8_0r", 4}, {"matvec_x8_q8_0c", 4}},
 	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}},
 	quant.Q5_K:    {{"matvec_x8_q5_k", 2}},
-	quant.Q6_K:    {{"matvec_x8_q6_k", 2}},
+	quant.Q6_K:    {{"matvec_x8_q6_k", 2}, {"matvec_x8_q6_kc", 2}},
 	quant.IQ2_XXS: {{"matvec_x8_iq2_xxs", 4}},
 }
 
@@ -691,31 +692,34 @@ func TestMatVecX8ConvEqualsProductThenSSMConv(t *testing.T) {
 	}
 }
 
-// With VKLLM_GPU_Q8_COOP a decode step's Q8_0 products copy their blocks through shared memory
-// (matvec_x8_q8_0c, its rope+kv and conv ends too): the logits of four decode steps equal the
-// GGUF-layout reads' bit for bit (the same sums in the same order), on llama (the fused
-// rope+kv ends) and qwen35 (the DeltaNet's conv end). Fails if the switch does not select the
-// kernels.
-func TestQ8CoopDecodeEqualsGGUFLayoutReads(t *testing.T) {
+// With VKLLM_GPU_X8_COOP a decode step's Q8_0 and Q6_K products copy their blocks through
+// shared memory (matvec_x8_q8_0c, matvec_x8_q6_kc, their rope+kv and conv ends too): the logits
+// of four decode steps equal the GGUF-layout reads' bit for bit (the same sums in the same
+// order), on llama (the fused rope+kv ends) and qwen35 (the DeltaNet's conv end). Fails if the
+// switch does not select the kernels.
+func TestX8CoopDecodeEqualsGGUFLayoutReads(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, coop bool) { c.x8, c.q8Coop = x8, coop }(c.x8, c.q8Coop)
+	defer func(x8, coop bool) { c.x8, c.x8Coop = x8, coop }(c.x8, c.x8Coop)
 	c.x8 = true
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		arch    string
+		typ     quant.Type
 		kernels []string
 	}{
-		{"llama", []string{"matvec_x8_q8_0c", "matvec_x8_q8_0c_rkv"}},
-		{"qwen35", []string{"matvec_x8_q8_0c", "matvec_x8_q8_0c_conv"}},
+		{"llama", quant.Q8_0, []string{"matvec_x8_q8_0c", "matvec_x8_q8_0c_rkv"}},
+		{"qwen35", quant.Q8_0, []string{"matvec_x8_q8_0c", "matvec_x8_q8_0c_conv"}},
+		{"llama", quant.Q6_K, []string{"matvec_x8_q6_kc", "matvec_x8_q6_kc_rkv"}},
+		{"qwen35", quant.Q6_K, []string{"matvec_x8_q6_kc", "matvec_x8_q6_kc_conv"}},
 	} {
-		t.Run(tc.arch, func(t *testing.T) {
-			m := loadTiny(t, dir, tc.arch, quant.Q8_0, 3)
+		t.Run(tc.arch+"-"+tc.typ.String(), func(t *testing.T) {
+			m := loadTiny(t, dir, tc.arch, tc.typ, 3)
 			decode := func(coop bool) []float32 {
-				c.q8Coop = coop
+				c.x8Coop = coop
 				r, err := NewResident(c, m, ResidentOptions{Context: 64})
 				if err != nil {
 					t.Fatal(err)

@@ -1,0 +1,7 @@
+#version 450
+// matvec_x8_q6_k_conv with each subgroup's run of blocks copied to shared memory in 16-byte words first (COOP_LOAD)
+#define CONV
+#define COOP_LOAD
+#define T_Q6_K
+#define NR_ROWS 2u
+#include "matvec_x8.glsl"
