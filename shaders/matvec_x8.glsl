@@ -101,7 +101,7 @@ void storeRowConv(uint r, float v) {
 const uint NR = NR_ROWS;
 
 #if defined(COOP_LOAD)
-// COOP_LOAD (Q8_0 and Q6_K: matvec_x8_q8_0c*, matvec_x8_q6_kc*): their blocks (34 and 210 bytes)
+// COOP_LOAD (Q4_0, Q8_0 and Q6_K: matvec_x8_<type>c*): their blocks (18, 34 and 210 bytes)
 // start 2-byte aligned in GGUF's layout, so a lane's own loads are 4-byte words or pairs of
 // halves (a layout of quants then scales, read in 16-byte words, read Q8_0 2x faster: PERF.md
 // session 7, but the GEMMs read GGUF's). Here a subgroup first copies the run of blocks its
@@ -110,10 +110,12 @@ const uint NR = NR_ROWS;
 // the same order as the kernel without it.
 #if defined(T_Q8_0)
 const uint COOP_BB = 34u, COOP_UPB = 1u;   // block bytes, 32-element units a block
+#elif defined(T_Q4_0)
+const uint COOP_BB = 18u, COOP_UPB = 1u;
 #elif defined(T_Q6_K)
 const uint COOP_BB = 210u, COOP_UPB = 8u;
 #else
-#error "matvec_x8.glsl: COOP_LOAD takes T_Q8_0 or T_Q6_K"
+#error "matvec_x8.glsl: COOP_LOAD takes T_Q4_0, T_Q8_0 or T_Q6_K"
 #endif
 // a row's words: the runs of the workgroup's 128 lanes, and up to four more a subgroup (16 at most)
 const uint COOP_ROW = 128u / COOP_UPB * COOP_BB / 16u + 64u;

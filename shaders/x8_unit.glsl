@@ -46,7 +46,7 @@ float unitDot(uint rowByte, uint nb, uint u, uvec4 xa, uvec4 xb, vec2 s) {
 #else
     uint off = rowByte + 18u * u, a = off >> 2;
     uint ws[5];
-    [[unroll]] for (uint i = 0u; i < 5u; i++) ws[i] = w[a + i];
+    [[unroll]] for (uint i = 0u; i < 5u; i++) ws[i] = X8_WORD(a + i);
     bool al = (off & 2u) == 0u;
     float d = unpackHalf2x16(al ? ws[0] : ws[0] >> 16).x;
     uvec4 q;

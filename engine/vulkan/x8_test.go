@@ -50,6 +50,7 @@ func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 	}{
 		{"matvec_x8_q4_0", quant.Q4_0, 4, false},
 		{"matvec_x8_q4_0r", quant.Q4_0, 4, true},
+		{"matvec_x8_q4_0c", quant.Q4_0, 4, false},
 		{"matvec_x8_q8_0", quant.Q8_0, 4, false},
 		{"matvec_x8_q8_0r", quant.Q8_0, 4, true},
 		{"matvec_x8_q8_0c", quant.Q8_0, 4, false},
@@ -117,7 +118,7 @@ var x8BenchKernels = map[quant.Type][]struct {
 	name string
 	nr   int
 }{
-	quant.Q4_0:    {{"matvec_x8_q4_0", 4}, {"matvec_x8_q4_0r", 4}},
+	quant.Q4_0:    {{"matvec_x8_q4_0", 4}, {"matvec_x8_q4_0r", 4}, {"matvec_x8_q4_0c", 4}},
 	quant.Q8_0:    {{"matvec_x8_q8_0", 4}, {"matvec_x8_q8_0r", 4}, {"matvec_x8_q8_0c", 4}},
 	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}},
 	quant.Q5_K:    {{"matvec_x8_q5_k", 2}},
@@ -692,8 +693,8 @@ func TestMatVecX8ConvEqualsProductThenSSMConv(t *testing.T) {
 	}
 }
 
-// With VKLLM_GPU_X8_COOP a decode step's Q8_0 and Q6_K products copy their blocks through
-// shared memory (matvec_x8_q8_0c, matvec_x8_q6_kc, their rope+kv and conv ends too): the logits
+// With VKLLM_GPU_X8_COOP a decode step's Q4_0, Q8_0 and Q6_K products copy their blocks through
+// shared memory (matvec_x8_<type>c, their rope+kv and conv ends too): the logits
 // of four decode steps equal the GGUF-layout reads' bit for bit (the same sums in the same
 // order), on llama (the fused rope+kv ends) and qwen35 (the DeltaNet's conv end). Fails if the
 // switch does not select the kernels.
@@ -711,6 +712,7 @@ func TestX8CoopDecodeEqualsGGUFLayoutReads(t *testing.T) {
 		typ     quant.Type
 		kernels []string
 	}{
+		{"llama", quant.Q4_0, []string{"matvec_x8_q4_0c", "matvec_x8_q4_0c_rkv"}},
 		{"llama", quant.Q8_0, []string{"matvec_x8_q8_0c", "matvec_x8_q8_0c_rkv"}},
 		{"qwen35", quant.Q8_0, []string{"matvec_x8_q8_0c", "matvec_x8_q8_0c_conv"}},
 		{"llama", quant.Q6_K, []string{"matvec_x8_q6_kc", "matvec_x8_q6_kc_rkv"}},
