@@ -28,13 +28,14 @@ import (
 type cpuReference struct {
 	rounded, unrounded *cpu.Runner
 	moe                bool
+	model              *model.Model
 }
 
 // newCPUReference starts the CPU runners for m (unrounded on a second load of m's file,
 // dequantized, when roundsLike is false).
 func newCPUReference(t *testing.T, m *model.Model, roundsLike bool, ctx int) *cpuReference {
 	t.Helper()
-	ref := &cpuReference{moe: m.Hyper.MoE.Experts > 0}
+	ref := &cpuReference{moe: m.Hyper.MoE.Experts > 0, model: m}
 	var err error
 	if ref.rounded, err = cpu.New(m, cpu.Options{Threads: 1, Context: ctx}); err != nil {
 		t.Fatal(err)

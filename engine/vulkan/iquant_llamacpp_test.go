@@ -78,17 +78,18 @@ const routerTie = 0.02
 
 // compareResidentWithGolden runs every case greedily on r and compares it step by step with
 // llama.cpp's ids until the first near-tie (a reference top-2 gap under tie, where either
-// leading token is accepted), and its top-5 logits within tol at every compared step, as
-// engine's compareWithReference does for the CPU backend; it returns the steps compared. ref
+// leading token is accepted, or any of the top 5 within tie of the best), and its top-5 logits
+// within tol at every compared step, as engine's compareWithReference does for the CPU
+// backend; it returns the steps compared (-1 where every case was left out, below). ref
 // (nil where neither is needed) runs the CPU backend on the same tokens in lockstep: with a
 // mixture of experts, a step whose token it routes near a tie (RouterMargin under routerTie)
 // ends the case unchecked; with its unrounded run (a device whose prompt windows do not round
 // activations as llama.cpp's CPU does: see cpuReference), each step's bound grows by the
-// rounding's measured effect on the top-5 logits and a near-tie of the unrounded logits is a
-// near-tie.
+// rounding's measured effect on the top-5 logits, a near-tie of the unrounded logits is a
+// near-tie, and a case whose prompt holds a token the CPU routes near a tie is left out.
 func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, tie float64, ref *cpuReference) int {
 	t.Helper()
-	compared := 0
+	compared, skipped := 0, 0
 	for _, rc := range cases {
 		if ref != nil {
 			ref.rounded.Reset()
@@ -112,6 +113,16 @@ func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, 
 		pos := len(rc.PromptTokens)
 		worst := 0.0
 		nearTie, rounded, unrounded := lockstep(rc.PromptTokens, 0)
+		// where the device's prompt rows do not round as the reference (unrounded), a prompt
+		// token the CPU routes near a tie may go to other experts there: nothing of the case
+		// is comparable
+		if ref != nil && ref.unrounded != nil && ref.moe {
+			if clear := promptRouting(t, ref.model, rc.PromptTokens); clear < len(rc.PromptTokens) {
+				t.Logf("prompt %q: its token %d is routed within %g of a tie on the CPU; the case is not compared on this device", rc.Prompt, clear, routerTie)
+				skipped++
+				continue
+			}
+		}
 		for step, want := range rc.Generated {
 			if nearTie {
 				t.Logf("prompt %q step %d: the CPU's routing is within %g of a tie; the comparison ends here", rc.Prompt, step, routerTie)
@@ -132,8 +143,13 @@ func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, 
 			}
 			got := argmax(logits)
 			if nearTieEither(top[0][1]-top[1][1], unrounded, ids[0], ids[1], tie) {
-				if got != ids[0] && got != ids[1] {
-					t.Fatalf("prompt %q step %d (near tie): token %d, llama.cpp's leading two %d/%d", rc.Prompt, step, got, ids[0], ids[1])
+				// either leading token, or any of the top 5 as near the best as a tie
+				tied := got == ids[0] || got == ids[1]
+				for _, p := range top {
+					tied = tied || (int(p[0]) == got && top[0][1]-p[1] < tie)
+				}
+				if !tied {
+					t.Fatalf("prompt %q step %d (near tie): token %d, llama.cpp's leading two %d/%d and its top 5 %v", rc.Prompt, step, got, ids[0], ids[1], top)
 				}
 				break
 			}
@@ -148,6 +164,10 @@ func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, 
 			pos++
 		}
 		t.Logf("prompt %q: largest top-5 logit deviation %.2g", rc.Prompt, worst)
+	}
+	if skipped == len(cases) {
+		t.Logf("every case's prompt is routed near a tie on the CPU: none compared on this device (its prompt rows round otherwise)")
+		return -1
 	}
 	return compared
 }

@@ -192,7 +192,7 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				ref := goldenReference(t, c, m, typ, 64)
 				compared := compareResidentWithGolden(t, r, cases, iqRefTolerance, iqRefNearTie, ref)
 				t.Logf("%d steps compared", compared)
-				if compared < 8 {
+				if compared >= 0 && compared < 8 {
 					t.Errorf("only %d steps compared before near-ties: the golden file no longer tests much", compared)
 				}
 				if _, made := c.kernels[x8Name]; x8 && !made {
