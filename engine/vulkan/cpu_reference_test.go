@@ -44,7 +44,7 @@ func newCPUReference(t *testing.T, m *model.Model, roundsLike bool, ctx int) *cp
 	if roundsLike {
 		return ref
 	}
-	dq := loadModelFile(t, m.File.Path)
+	dq := modeltest.Load(t, m.File.Path)
 	modeltest.Dequantize(t, dq)
 	if ref.unrounded, err = cpu.New(dq, cpu.Options{Threads: 1, Context: ctx}); err != nil {
 		t.Fatal(err)

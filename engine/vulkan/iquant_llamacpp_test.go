@@ -46,7 +46,7 @@ func TestResidentIQuantSynthModelsMatchLlamaCpp(t *testing.T) {
 			continue // the other types have their own reference tests
 		}
 		tested++
-		m := loadModelFile(t, modeltest.TinySynth(t, dir, "llama", typ, 7))
+		m := modeltest.Load(t, modeltest.TinySynth(t, dir, "llama", typ, 7))
 		cases := readGolden(t, golden)
 		for _, tier := range tiers {
 			t.Run(typName+"/"+tier.name, func(t *testing.T) {

@@ -59,7 +59,7 @@ func TestResidentKQuantModelsAreGreedyEqualToCPU(t *testing.T) {
 }
 
 func residentKQuantGreedy(t *testing.T, c *Context, typ quant.Type, kernel string, llamacppEq bool, tol, tie float64, cases []refCase) {
-	m := loadModelFile(t, modeltest.TinySynth(t, "", "llama", typ, 7))
+	m := modeltest.Load(t, modeltest.TinySynth(t, "", "llama", typ, 7))
 	if m.Layers[0].Q.Type != typ || m.Layers[1].Down.Type != typ || m.TokenEmbd.Type != typ {
 		t.Fatalf("the model's matrices are %v/%v/%v, want %v", m.TokenEmbd.Type, m.Layers[0].Q.Type, m.Layers[1].Down.Type, typ)
 	}

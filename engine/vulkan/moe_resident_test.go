@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/cpu"
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/model/synth"
@@ -27,22 +26,7 @@ func loadTiny(t *testing.T, dir, arch string, typ quant.Type, seed uint64) *mode
 // loadTinyMix is loadTiny with each role's type from mix.
 func loadTinyMix(t *testing.T, dir, arch string, mix synth.Mix, seed uint64) *model.Model {
 	t.Helper()
-	return loadModelFile(t, modeltest.TinySynthMix(t, dir, arch, mix, seed))
-}
-
-// loadModelFile opens the GGUF at path and loads its model, the file closed when the test ends.
-func loadModelFile(t *testing.T, path string) *model.Model {
-	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return modeltest.Load(t, modeltest.TinySynthMix(t, dir, arch, mix, seed))
 }
 
 // On F32 weights nothing is rounded to 8 bits, so the resident forward and the CPU reference

@@ -3,7 +3,6 @@ package modeltest_test
 import (
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
@@ -19,19 +18,7 @@ func TestDequantizeDecodesEveryMatrix(t *testing.T) {
 	}{{"qwen3moe", quant.Q4_K}, {"qwen35moe", quant.Q8_0}, {"llama", quant.IQ4_XS}} {
 		t.Run(tc.arch+"-"+tc.typ.String(), func(t *testing.T) {
 			path := modeltest.TinySynth(t, dir, tc.arch, tc.typ, 3)
-			load := func() *model.Model {
-				f, err := gguf.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { f.Close() })
-				m, err := model.Load(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return m
-			}
-			orig, dq := load(), load()
+			orig, dq := modeltest.Load(t, path), modeltest.Load(t, path)
 			modeltest.Dequantize(t, dq)
 			type pair struct{ a, b *model.Matrix }
 			var pairs []pair

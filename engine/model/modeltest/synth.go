@@ -8,6 +8,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine/embedded"
 	"github.com/vkllm/vkllm/engine/gguf"
+	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/synth"
 	"github.com/vkllm/vkllm/engine/quant"
 )
@@ -47,4 +48,19 @@ func tinySynth(tb testing.TB, dir, arch string, mix synth.Mix, name string, seed
 		tb.Fatalf("write the tiny %s in %s: %v", arch, mix.Name, err)
 	}
 	return path
+}
+
+// Load opens the GGUF at path and loads its model, the file closed when the test ends.
+func Load(tb testing.TB, path string) *model.Model {
+	tb.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	m, err := model.Load(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
 }
