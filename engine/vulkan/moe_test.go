@@ -612,20 +612,7 @@ func TestHybridAndSharedExpertDecodeFolds(t *testing.T) {
 				{true, true, true, true, true}: 3*deltaLayers + 5*moeLayers + 3*gatedLayers}
 			decode := func(sw switches) ([]float32, int) {
 				c.normF32, c.sharedX8, c.convFold, c.gateFolds, c.deltaRounds = sw.normF32, sw.sharedX8, sw.convFold, sw.gateFolds, sw.deltaRounds
-				r, err := NewResident(c, m, ResidentOptions{Context: 64})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
-				var logits []float32
-				for i, id := range []int{1, 45, 329, 17} {
-					l, err := r.Eval([]int{id}, i, false)
-					if err != nil {
-						t.Fatal(err)
-					}
-					logits = append(logits, l...)
-				}
-				return logits, r.decode.barriers
+				return decodeSteps(t, c, m)
 			}
 			base, baseBarriers := decode(switches{})
 			for sw, want := range fewer {

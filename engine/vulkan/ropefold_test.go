@@ -169,6 +169,27 @@ func TestDecodeHeadRoundsTheOutputNorm(t *testing.T) {
 	}
 }
 
+// decodeSteps opens a resident runner on m (a 64-position context) and returns the logits of
+// four single-token decode steps (tokens 1, 45, 329, 17 at positions 0-3) and its decode
+// command's barriers.
+func decodeSteps(t *testing.T, c *Context, m *model.Model) ([]float32, int) {
+	t.Helper()
+	r, err := NewResident(c, m, ResidentOptions{Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var logits []float32
+	for i, id := range []int{1, 45, 329, 17} {
+		l, err := r.Eval([]int{id}, i, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits = append(logits, l...)
+	}
+	return logits, r.decode.barriers
+}
+
 // decodeSwitched runs four single-token decode steps of m with a fast-tier switch off, then on
 // (set sets it), checking that the kernel is made exactly when the switch is on; it returns
 // each run's logits and its decode command's barriers, keyed by the switch.
@@ -178,20 +199,7 @@ func decodeSwitched(t *testing.T, c *Context, m *model.Model, kernel string, set
 	for _, on := range []bool{false, true} {
 		set(on)
 		forgetKernels(c, kernel)
-		r, err := NewResident(c, m, ResidentOptions{Context: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, id := range []int{1, 45, 329, 17} {
-			l, err := r.Eval([]int{id}, i, false)
-			if err != nil {
-				r.Close()
-				t.Fatal(err)
-			}
-			logits[on] = append(logits[on], l...)
-		}
-		barriers[on] = r.decode.barriers
-		r.Close()
+		logits[on], barriers[on] = decodeSteps(t, c, m)
 		if _, made := c.kernels[kernel]; made != on {
 			t.Fatalf("switch %v: made %s %v", on, kernel, made)
 		}

@@ -722,19 +722,7 @@ func TestX8CoopDecodeEqualsGGUFLayoutReads(t *testing.T) {
 			m := loadTiny(t, dir, tc.arch, tc.typ, 3)
 			decode := func(coop bool) []float32 {
 				c.x8Coop = coop
-				r, err := NewResident(c, m, ResidentOptions{Context: 64})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
-				var logits []float32
-				for i, id := range []int{1, 45, 329, 17} {
-					l, err := r.Eval([]int{id}, i, false)
-					if err != nil {
-						t.Fatal(err)
-					}
-					logits = append(logits, l...)
-				}
+				logits, _ := decodeSteps(t, c, m)
 				return logits
 			}
 			forgetKernels(c, tc.kernels...)
