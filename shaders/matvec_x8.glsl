@@ -153,7 +153,7 @@ uvec4 wordAt(uint g) {
 
 void main() {
 #if defined(T_IQUANT)
-    iqGridsLoad();
+    x8TablesLoad();
     barrier();
 #endif
     uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;

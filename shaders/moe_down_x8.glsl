@@ -36,7 +36,7 @@ const uint NR = 2u;
 
 void main() {
 #if defined(T_IQUANT)
-    iqGridsLoad();
+    x8TablesLoad();
     barrier();
 #endif
     uint wgRow0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR * gl_NumSubgroups;

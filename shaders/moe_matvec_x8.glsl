@@ -43,7 +43,7 @@ const uint NR = NR_ROWS;
 
 void main() {
 #if defined(T_IQUANT)
-    iqGridsLoad();
+    x8TablesLoad();
     barrier();
 #endif
     uint q = gl_WorkGroupID.z;

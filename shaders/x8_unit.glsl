@@ -1,7 +1,8 @@
 // x8_unit.glsl: one 32-element unit of a weight row times the same unit of activations rounded
 // by quantize_x8, on int8 dot products (matvec_x8.glsl, moe_matvec_x8.glsl). The including
 // shader declares the weights as both `uint w[]` and `uvec4 w4[]` (one binding, two views) and
-// defines one of T_Q4_0, T_Q8_0 (ROW_SPLIT: quants then scales per row), T_Q4_K, T_Q5_K.
+// defines one of T_Q4_0, T_Q8_0 (ROW_SPLIT: quants then scales per row), T_Q4_K, T_Q5_K, T_Q6_K,
+// T_IQ2_XXS; the kernel calls x8TablesLoad() and barrier() before its first unitDot.
 // unitDot(rowByte, nb, u, xa, xb, s): unit u of the row at byte rowByte (nb blocks a row; K-quant
 // rows start 16-byte aligned) times x's unit: xa, xb its 32 int8 (elements 0-15, 16-31), s its
 // (d, Σq). Integer sums are exact; the scaling is f32.
@@ -15,8 +16,32 @@ int idot(uint a, uint b) { return dotPacked4x8EXT(int(a), int(b)); }
 #endif
 
 #if defined(T_IQ2_XXS)
-#define IQ_GRIDS_SHARED // the grid in shared memory: the kernel calls iqGridsLoad() and barrier() first
+#define IQ_GRIDS_SHARED // the coded grid in shared memory, expanded by x8TablesLoad
 #include "dequant.glsl" // its byte readers, block size and the IQ2_XXS grid (dequant_iq.glsl)
+// The tables unitDot reads, in shared memory: each grid entry's 8 magnitudes (8, 25, 43) as
+// bytes, elements 0-3 in .x; each 7-bit sign field's 8 signs (signs7) as byte masks, 0xff
+// where negative. x8TablesLoad fills them; the kernel calls it, then barrier(), first.
+shared uvec2 IQ2XXS_BYTES[256];
+shared uvec2 IQ2_SIGN_MASKS[128];
+void x8TablesLoad() {
+    iqGridsLoad();
+    barrier();
+    for (uint i = gl_LocalInvocationIndex; i < 256u; i += gl_WorkGroupSize.x) {
+        uint e = grid16(IQ2XXS_GRID, i);
+        uvec2 m = uvec2(0u);
+        [[unroll]] for (uint j = 0u; j < 8u; j++) {
+            uint c = (e >> (2u * j)) & 3u;
+            m[j >> 2] |= (8u + 17u * c + (c >> 1)) << (8u * (j & 3u));
+        }
+        IQ2XXS_BYTES[i] = m;
+        if (i < 128u) {
+            uint sg = signs7(i);
+            uvec2 n = uvec2(0u);
+            [[unroll]] for (uint j = 0u; j < 8u; j++) n[j >> 2] |= ((sg >> j) & 1u) * (0xffu << (8u * (j & 3u)));
+            IQ2_SIGN_MASKS[i] = n;
+        }
+    }
+}
 #elif defined(T_Q6_K)
 #include "dequant.glsl" // its byte readers (210-byte blocks start 2-byte aligned) and block size
 #ifndef X8_LOAD4
@@ -34,6 +59,9 @@ const uint BLOCK_BYTES = 144u, UNITS_PER_BLOCK = 8u;
 const uint BLOCK_BYTES = 176u, UNITS_PER_BLOCK = 8u;
 #else
 #error "x8_unit.glsl: define T_Q4_0, T_Q8_0, T_Q4_K, T_Q5_K, T_Q6_K or T_IQ2_XXS"
+#endif
+#if !defined(T_IQ2_XXS)
+void x8TablesLoad() {} // only IQ2_XXS reads tables
 #endif
 
 // unitDot is unit u of the row at byte rowByte times x's unit (xa, xb: its 32 int8; s: d and Σq).
@@ -93,26 +121,20 @@ float unitDot(uint rowByte, uint nb, uint u, uvec4 xa, uvec4 xb, vec2 s) {
     return X8_F16AT(base + 208u) * s.x * (float(X8_S8(sc)) * float(isum0) + float(X8_S8(sc + 1u)) * float(isum1));
 #elif defined(T_IQ2_XXS)
     // unit u is group g = u % 8 of superblock u / 8: 4 grid indices (8 values each), then a
-    // word of four 7-bit sign fields and the 4-bit scale. Each grid entry's 2-bit codes c
-    // become the magnitudes 8 + 17c + c/2 (8, 25, 43) as bytes, negated bytewise where the
-    // sign bit is set ((m ^ mask) + 1: magnitudes are at least 8, so no byte borrows).
-    uint g = u & 7u, base = rowByte + (u >> 3) * BLOCK_BYTES, p = base + 2u + 8u * g;
-    uint idx = u32at(p), aux = u32at(p + 4u);
+    // word of four 7-bit sign fields and the 4-bit scale, read as three words (66-byte blocks
+    // start 2-byte aligned). Each entry's magnitude bytes are negated bytewise where the sign
+    // mask is 0xff ((m ^ 0xff) + 1: magnitudes are at least 8, so no byte borrows).
+    uint g = u & 7u, base = rowByte + (u >> 3) * BLOCK_BYTES, p = base + 2u + 8u * g, a = p >> 2;
+    bool al = (p & 2u) == 0u;
+    uint w0 = X8_WORD(a), w1 = X8_WORD(a + 1u), w2 = al ? 0u : X8_WORD(a + 2u); // an aligned unit may end the binding
+    uint idx = al ? w0 : (w0 >> 16) | (w1 << 16), aux = al ? w1 : (w1 >> 16) | (w2 << 16);
     float db = f16at(base) * (float(2u * (aux >> 28) + 1u) * 0.125);
     int isum = 0;
     [[unroll]] for (uint l = 0u; l < 4u; l++) {
-        uint e = grid16(IQ2XXS_GRID, (idx >> (8u * l)) & 0xffu);
-        uint sg = signs7(aux >> (7u * l));
-        [[unroll]] for (uint hw = 0u; hw < 2u; hw++) { // the entry's elements 4hw..4hw+3
-            uint c8 = (e >> (8u * hw)) & 0xffu;
-            uint c = (c8 & 3u) | ((c8 & 0xcu) << 6) | ((c8 & 0x30u) << 12) | ((c8 & 0xc0u) << 18);
-            uint mag = 0x08080808u + 17u * c + ((c >> 1) & 0x01010101u);
-            uint sb = (sg >> (4u * hw)) & 0xfu;
-            uint neg = ((sb * 0x00204081u) & 0x01010101u) * 0xffu; // 0xff in each negated byte
-            uint v = (mag ^ neg) + (neg & 0x01010101u);
-            uint xw = l < 2u ? xa[2u * l + hw] : xb[2u * (l - 2u) + hw];
-            isum += idot(v, xw);
-        }
+        uvec2 m = IQ2XXS_BYTES[(idx >> (8u * l)) & 0xffu];
+        uvec2 n = IQ2_SIGN_MASKS[(aux >> (7u * l)) & 127u];
+        uint v0 = (m.x ^ n.x) + (n.x & 0x01010101u), v1 = (m.y ^ n.y) + (n.y & 0x01010101u);
+        isum += idot(v0, l < 2u ? xa[2u * l] : xb[2u * l - 4u]) + idot(v1, l < 2u ? xa[2u * l + 1u] : xb[2u * l - 3u]);
     }
     return db * s.x * float(isum);
 #else // T_Q4_K, T_Q5_K: unit u is sub-block j = u % 8 of superblock u / 8

@@ -959,11 +959,34 @@ func (r *Resident) profile(wall time.Duration) {
 	r.profTok++
 	if r.profTok%32 == 0 {
 		args := []any{"tokens", r.profTok}
-		for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "router", "route", "ffn_up", "swiglu", "ffn_down", "head", "wall"} {
+		for _, k := range profileStages(r.profSum) {
 			args = append(args, k+"_us", math.Round(r.profSum[k]/float64(r.profTok)/1e3))
 		}
 		slog.Info("vulkan decode profile (per token)", args...)
 	}
+}
+
+// profileOrder is the order the profiles print their usual stages in, one layer's stages top to
+// bottom; profileStages puts any other stage a forward stamps (the DeltaNet layers' ssm_conv and
+// delta_rule, ...) after them, sorted, so that every stamped stage is printed.
+var profileOrder = []string{"start", "embed", "norm", "qkv", "ssm_conv", "delta_rule", "rope_kv", "attention", "attn_out",
+	"router", "route", "ffn_up", "swiglu", "ffn_down", "head", "wall"}
+
+func profileStages(tm map[string]float64) []string {
+	var keys []string
+	for _, k := range profileOrder {
+		if _, ok := tm[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	var rest []string
+	for k := range tm {
+		if !slices.Contains(profileOrder, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	return append(keys, rest...)
 }
 
 // prefill runs a window of n > 1 rows already in ids/pos; it returns the last row's logits,
@@ -1040,7 +1063,7 @@ func (r *Resident) logPrefill(s *Seq, n int, wall time.Duration) {
 		return
 	}
 	args := []any{"rows", n, "wall_ms", wall.Milliseconds()}
-	for _, k := range []string{"embed", "norm", "qkv", "rope_kv", "attention", "attn_out", "router", "route", "ffn_up", "swiglu", "ffn_down"} {
+	for _, k := range profileStages(tm) {
 		args = append(args, k+"_us", math.Round(tm[k]/1e3))
 	}
 	slog.Info("vulkan prefill window profile", args...)

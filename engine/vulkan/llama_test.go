@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/cpu"
@@ -398,5 +399,23 @@ func TestResidentRopeFactorsEqualCPUReference(t *testing.T) {
 			t.Fatalf("step %d (position %d): logits differ by %g", step, pos, d)
 		}
 		tok = argmax(want)
+	}
+}
+
+// Every stage a forward stamps is printed in the profiles: the usual ones in a layer's order,
+// the others (a new architecture's) after them, sorted.
+func TestProfileStagesPrintsEveryStampedStage(t *testing.T) {
+	for _, tc := range []struct {
+		stamped map[string]float64
+		want    []string
+	}{
+		{map[string]float64{"wall": 1, "qkv": 1, "ffn_down": 1, "attention": 1}, []string{"qkv", "attention", "ffn_down", "wall"}},
+		{map[string]float64{"head": 1, "delta_rule": 1, "ssm_conv": 1, "qkv": 1}, []string{"qkv", "ssm_conv", "delta_rule", "head"}},
+		{map[string]float64{"zeta": 1, "alpha": 1, "norm": 1}, []string{"norm", "alpha", "zeta"}},
+		{map[string]float64{}, nil},
+	} {
+		if got := profileStages(tc.stamped); !slices.Equal(got, tc.want) {
+			t.Errorf("profileStages(%v) = %v, want %v", tc.stamped, got, tc.want)
+		}
 	}
 }
