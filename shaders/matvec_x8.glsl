@@ -8,6 +8,11 @@
 // workgroups the workgroup's subgroups split K of NR rows and add in shared memory.
 // With ROW_SPLIT (Q4_0, Q8_0) each row is stored as its quants, 16-byte aligned, then its f16
 // scales (the same bytes per row as GGUF's blocks), so a lane loads its block in 16-byte words.
+// With Q6K_WIDE (Q6_K: matvec_x8_q6_kw*) a lane takes 64 elements a step instead of one unit:
+// positions 16·hh..16·hh+15 of the four 32-element quarters of one half of a superblock, whose
+// low bits, high bits and scales sit in three 16-byte runs and four bytes of the block, so
+// each weight byte is loaded once (a unit a lane loads each ql byte twice and each qh byte four
+// times, two halves at a time where the 210-byte blocks leave it 2-byte aligned).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : enable
@@ -192,6 +197,23 @@ void main() {
                 }
             }
             subgroupBarrier(); // every lane has read the run before the next one is copied
+        }
+#elif defined(Q6K_WIDE)
+        // a lane takes chunk c: 16 elements of each of the four units of half h of superblock
+        // b (q6kChunkDot), with those units' 16-element halves hh of x
+        for (uint c = uFirst; c < 4u * nb; c += uStep) {
+            uint b = c >> 2, h = (c >> 1) & 1u, hh = c & 1u, u0 = 8u * b + 4u * h;
+            uvec4 xw[4];
+            vec2 xsc[4];
+            [[unroll]] for (uint k = 0u; k < 4u; k++) {
+                uint u = u0 + k;
+                xw[k] = xq4[(u >> 5) * 64u + (u & 31u) + 32u * hh];
+                xsc[k] = xs[u];
+            }
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                uint r = min(row0 + i, p.N - 1u); // a past-the-end row re-reads the last (never written)
+                acc[i] += q6kChunkDot(r * rowBytes + b * BLOCK_BYTES, h, hh, xw, xsc);
+            }
         }
 #else
         for (uint u = uFirst; u < units; u += uStep) {

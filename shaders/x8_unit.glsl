@@ -64,6 +64,40 @@ const uint BLOCK_BYTES = 176u, UNITS_PER_BLOCK = 8u;
 void x8TablesLoad() {} // only IQ2_XXS reads tables
 #endif
 
+#if defined(T_Q6_K)
+// q6kRun is the 16 bytes at the 2-byte aligned byte off as four words.
+uvec4 q6kRun(uint off) {
+    uint a = off >> 2;
+    bool al = (off & 2u) == 0u;
+    uint v0 = X8_WORD(a), v1 = X8_WORD(a + 1u), v2 = X8_WORD(a + 2u), v3 = X8_WORD(a + 3u);
+    if (al) return uvec4(v0, v1, v2, v3);
+    uint v4 = X8_WORD(a + 4u); // within the block: no run ends it
+    return uvec4((v0 >> 16) | (v1 << 16), (v1 >> 16) | (v2 << 16), (v2 >> 16) | (v3 << 16), (v3 >> 16) | (v4 << 16));
+}
+
+// q6kChunkDot is matvec_x8's Q6K_WIDE step: elements 16·hh..16·hh+15 of the four quarters k
+// (units) of half h of the Q6_K superblock at byte base, times those elements of x (xw[k]: the
+// units' 16-element halves hh, xsc[k] their (d, Σq)): the low nibbles of two 16-byte ql runs
+// and the 2-bit fields of one qh run, minus 32 bytewise as unitDot forms them, each quarter's
+// integer sum scaled by its int8 scale and x's d.
+float q6kChunkDot(uint base, uint h, uint hh, uvec4 xw[4], vec2 xsc[4]) {
+    uint l0 = 16u * hh;
+    uvec4 lo = q6kRun(base + 64u * h + l0), hi = q6kRun(base + 64u * h + 32u + l0), qh = q6kRun(base + 128u + 32u * h + l0);
+    float sum = 0.0;
+    [[unroll]] for (uint k = 0u; k < 4u; k++) {
+        int isum = 0;
+        [[unroll]] for (uint i = 0u; i < 4u; i++) {
+            uint ql = (k & 1u) != 0u ? hi[i] : lo[i];
+            uint q = ((ql >> (4u * (k >> 1))) & 0x0f0f0f0fu) | (((qh[i] >> (2u * k)) & 0x03030303u) << 4);
+            q = ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
+            isum += idot(q, xw[k][i]);
+        }
+        sum += float(X8_S8(base + 192u + 8u * h + 2u * k + hh)) * xsc[k].x * float(isum);
+    }
+    return X8_F16AT(base + 208u) * sum;
+}
+#endif
+
 // unitDot is unit u of the row at byte rowByte times x's unit (xa, xb: its 32 int8; s: d and Σq).
 float unitDot(uint rowByte, uint nb, uint u, uvec4 xa, uvec4 xb, vec2 s) {
 #if defined(T_Q4_0)

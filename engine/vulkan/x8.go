@@ -30,11 +30,15 @@ func x8Kernel(family string, t quant.Type) string {
 
 // x8Dense is the name of t's dense int8 decode product on this context (x8Kernel's, or for
 // Q4_0, Q8_0 and Q6_K the one that copies its blocks through shared memory under
-// VKLLM_GPU_X8_COOP); the ROPE_KV and CONV variants append their suffixes to it.
+// VKLLM_GPU_X8_COOP, or for Q6_K the one that takes 64 elements a lane under
+// VKLLM_GPU_Q6K_WIDE); the ROPE_KV and CONV variants append their suffixes to it.
 func (c *Context) x8Dense(t quant.Type) string {
 	name := x8Kernel("matvec_x8_", t)
-	if c.x8Coop && (t == quant.Q4_0 || t == quant.Q8_0 || t == quant.Q6_K) {
+	switch {
+	case c.x8Coop && (t == quant.Q4_0 || t == quant.Q8_0 || t == quant.Q6_K):
 		name += "c"
+	case c.q6kWide && t == quant.Q6_K:
+		name += "w"
 	}
 	return name
 }

@@ -59,6 +59,7 @@ func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 		{"matvec_x8_q5_k", quant.Q5_K, 2, false},
 		{"matvec_x8_q6_k", quant.Q6_K, 2, false},
 		{"matvec_x8_q6_kc", quant.Q6_K, 2, false},
+		{"matvec_x8_q6_kw", quant.Q6_K, 2, false},
 		{"matvec_x8_iq2_xxs", quant.IQ2_XXS, 4, false},
 	} {
 		for _, sh := range []struct{ k, n int }{{256, 37}, {512, 1030}, {1024, 5000}, {2080, 77}} {
@@ -122,7 +123,7 @@ var x8BenchKernels = map[quant.Type][]struct {
 	quant.Q8_0:    {{"matvec_x8_q8_0", 4}, {"matvec_x8_q8_0r", 4}, {"matvec_x8_q8_0c", 4}},
 	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}},
 	quant.Q5_K:    {{"matvec_x8_q5_k", 2}},
-	quant.Q6_K:    {{"matvec_x8_q6_k", 2}, {"matvec_x8_q6_kc", 2}},
+	quant.Q6_K:    {{"matvec_x8_q6_k", 2}, {"matvec_x8_q6_kc", 2}, {"matvec_x8_q6_kw", 2}},
 	quant.IQ2_XXS: {{"matvec_x8_iq2_xxs", 4}},
 }
 
@@ -177,7 +178,10 @@ func BenchmarkMatVecX8(b *testing.B) {
 		for _, sh := range []struct {
 			name string
 			n, k int
-		}{{"gate", 14336, 4096}, {"down", 4096, 14336}, {"attn_out", 4096, 4096}} {
+		}{{"gate", 14336, 4096}, {"down", 4096, 14336}, {"attn_out", 4096, 4096}, {"head", 151936, 2048}} {
+			if sh.name == "head" && typ != quant.Q6_K {
+				continue // the K-quant mixes' head (Qwen3-30B-A3B's shape): Q6_K only
+			}
 			rowBytes, _ := typ.RowBytes(sh.k)
 			size := rowBytes * sh.n
 			copies := max(2, (256<<20)/size)
@@ -740,6 +744,67 @@ func TestX8CoopDecodeEqualsGGUFLayoutReads(t *testing.T) {
 			}
 			if d := maxAbsDiff(base, coop); d != 0 {
 				t.Errorf("logits differ by up to %g from the GGUF-layout reads'", d)
+			}
+		})
+	}
+}
+
+// With VKLLM_GPU_Q6K_WIDE a decode step's Q6_K products take 64 elements a lane a step
+// (matvec_x8_q6_kw, its rope+kv and conv ends too): their sums run in another order, so the
+// logits of four decode steps stay within 1e-3 of the unit-a-lane kernels' (relative to the
+// largest logit; TestMatVecX8MatchesFloat64Reference holds the kernel to a float64 bound) and
+// pick the same tokens. Fails if the switch does not select the kernels.
+func TestQ6KWideDecodeMatchesUnitReads(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8, coop, wide bool) { c.x8, c.x8Coop, c.q6kWide = x8, coop, wide }(c.x8, c.x8Coop, c.q6kWide)
+	c.x8, c.x8Coop = true, false
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		arch    string
+		kernels []string
+	}{
+		{"llama", []string{"matvec_x8_q6_kw", "matvec_x8_q6_kw_rkv"}},
+		{"qwen35", []string{"matvec_x8_q6_kw", "matvec_x8_q6_kw_conv"}},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			m := loadTiny(t, dir, tc.arch, quant.Q6_K, 3)
+			decode := func(wide bool) ([]float32, []int) {
+				c.q6kWide = wide
+				logits, _ := decodeSteps(t, c, m)
+				vocab := len(logits) / 4
+				var ids []int
+				for i := range 4 {
+					step := logits[i*vocab : (i+1)*vocab]
+					ids = append(ids, slices.Index(step, slices.Max(step)))
+				}
+				return logits, ids
+			}
+			forgetKernels(c, tc.kernels...)
+			base, baseIDs := decode(false)
+			for _, k := range tc.kernels {
+				if _, made := c.kernels[k]; made {
+					t.Fatalf("%s made with the switch off", k)
+				}
+			}
+			wide, wideIDs := decode(true)
+			for _, k := range tc.kernels {
+				if _, made := c.kernels[k]; !made {
+					t.Errorf("the decode steps did not take %s", k)
+				}
+			}
+			scale := 0.0
+			for _, v := range base {
+				scale = max(scale, math.Abs(float64(v)))
+			}
+			if d := float64(maxAbsDiff(base, wide)); d > 1e-3*scale {
+				t.Errorf("logits differ by up to %g from the unit-a-lane kernels' (bound %g)", d, 1e-3*scale)
+			}
+			if !slices.Equal(baseIDs, wideIDs) {
+				t.Errorf("greedy tokens %v, the unit-a-lane kernels' %v", wideIDs, baseIDs)
 			}
 		})
 	}
