@@ -173,7 +173,7 @@ func BenchmarkMatVecX8(b *testing.B) {
 	xq := benchBuffer(b, c, make([]byte, 4*16384))
 	xq8 := benchBuffer(b, c, make([]byte, x8QuantBytes(14336)))
 	xs8 := benchBuffer(b, c, make([]byte, x8ScaleBytes(14336)))
-	yb := benchBuffer(b, c, make([]byte, 4*14336))
+	yb := benchBuffer(b, c, make([]byte, 4*151936)) // the head's rows
 	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ2_XXS} {
 		for _, sh := range []struct {
 			name string
