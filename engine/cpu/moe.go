@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/vkllm/vkllm/engine/model"
 )
@@ -56,6 +57,7 @@ func (r *Runner) moe(l *model.Layer, n int) {
 		}
 		route(s.logits[i*ne:(i+1)*ne], p, s.selected[i*k:(i+1)*k], s.weights[i*k:(i+1)*k])
 	}
+	r.routing = append(r.routing, slices.Clone(s.selected[:n*k]))
 	for e := 0; e < ne; e++ {
 		s.rows = s.rows[:0]
 		for j, sel := range s.selected[:n*k] {

@@ -1,7 +1,9 @@
 package vulkan
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/cpu"
@@ -81,6 +83,39 @@ func (ref *cpuReference) eval(t *testing.T, tokens []int, pos int, all bool) (ro
 // another choice of experts (never for a dense model).
 func (ref *cpuReference) routedNearTie() bool {
 	return ref.moe && ref.rounded.RouterMargin() < routerTie
+}
+
+// routingApart compares the experts the device chose for the last n rows of its last pass
+// (r.Routing: the runner opened with CaptureRouting) with those the rounded CPU run chose for
+// the same tokens (its last batch), as sets per token and layer. It returns "" where they are
+// alike, else where they first differ: from there on the device computes another function of
+// the tokens, and nothing after it is comparable.
+func (ref *cpuReference) routingApart(t *testing.T, r *Resident, n int) string {
+	t.Helper()
+	cpuRouting := ref.rounded.Routing()
+	used := ref.model.Hyper.MoE.Used
+	if len(cpuRouting) > 0 {
+		n = min(n, len(cpuRouting[0])/used) // the CPU keeps its last batch only
+	}
+	dev, err := r.Routing(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dev) != len(cpuRouting) {
+		t.Fatalf("routing of %d layers on the device, %d on the CPU", len(dev), len(cpuRouting))
+	}
+	for l := range dev {
+		cpuRows := cpuRouting[l][len(cpuRouting[l])-n*used:]
+		for i := range n {
+			a, b := slices.Clone(dev[l][i*used:(i+1)*used]), slices.Clone(cpuRows[i*used:(i+1)*used])
+			slices.Sort(a)
+			slices.Sort(b)
+			if !slices.Equal(a, b) {
+				return fmt.Sprintf("layer %d, row %d of the last %d: experts %v on the device, %v on the CPU", l, i, n, dev[l][i*used:(i+1)*used], cpuRows[i*used:(i+1)*used])
+			}
+		}
+	}
+	return ""
 }
 
 // roundingEffect is the largest |rounded − unrounded| over the logits ids (every logit when

@@ -83,13 +83,16 @@ const routerTie = 0.02
 // backend; it returns the steps compared (-1 where every case was left out, below). ref
 // (nil where neither is needed) runs the CPU backend on the same tokens in lockstep: with a
 // mixture of experts, a step whose token it routes near a tie (RouterMargin under routerTie)
-// ends the case unchecked; with its unrounded run (a device whose prompt windows do not round
+// ends the case unchecked (where r captures its routing, CaptureRouting, the device's own
+// choice of experts decides instead: a case is compared while it equals the CPU's, near a tie
+// or not, and ends where it differs); with its unrounded run (a device whose prompt windows do not round
 // activations as llama.cpp's CPU does: see cpuReference), each step's bound grows by the
 // rounding's measured effect on the top-5 logits, a near-tie of the unrounded logits is a
 // near-tie, and a case whose prompt holds a token the CPU routes near a tie is left out.
 func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, tie float64, ref *cpuReference) int {
 	t.Helper()
 	compared, skipped := 0, 0
+	deviceRouting := ref != nil && ref.moe && r.routing != nil // the runner captures its routing
 	for _, rc := range cases {
 		if ref != nil {
 			ref.rounded.Reset()
@@ -113,10 +116,19 @@ func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, 
 		pos := len(rc.PromptTokens)
 		worst := 0.0
 		nearTie, rounded, unrounded := lockstep(rc.PromptTokens, 0)
-		// where the device's prompt rows do not round as the reference (unrounded), a prompt
-		// token the CPU routes near a tie may go to other experts there: nothing of the case
-		// is comparable
-		if ref != nil && ref.unrounded != nil && ref.moe {
+		if deviceRouting {
+			// the device's own choice of experts, against the CPU's: a case is compared as
+			// long as they are alike, however near a tie the routing was
+			if apart := ref.routingApart(t, r, len(rc.PromptTokens)); apart != "" {
+				t.Logf("prompt %q: routed otherwise on the device (%s); the case is not compared", rc.Prompt, apart)
+				skipped++
+				continue
+			}
+			nearTie = false
+		} else if ref != nil && ref.unrounded != nil && ref.moe {
+			// where the device's prompt rows do not round as the reference (unrounded), a
+			// prompt token the CPU routes near a tie may go to other experts there: nothing
+			// of the case is comparable
 			if clear := promptRouting(t, ref.model, rc.PromptTokens); clear < len(rc.PromptTokens) {
 				t.Logf("prompt %q: its token %d is routed within %g of a tie on the CPU; the case is not compared on this device", rc.Prompt, clear, routerTie)
 				skipped++
@@ -162,11 +174,18 @@ func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, 
 			}
 			nearTie, rounded, unrounded = lockstep([]int{want}, pos)
 			pos++
+			if deviceRouting {
+				if apart := ref.routingApart(t, r, 1); apart != "" {
+					t.Logf("prompt %q step %d: token %d routed otherwise on the device (%s); the comparison ends here", rc.Prompt, step+1, want, apart)
+					break
+				}
+				nearTie = false
+			}
 		}
 		t.Logf("prompt %q: largest top-5 logit deviation %.2g", rc.Prompt, worst)
 	}
 	if skipped == len(cases) {
-		t.Logf("every case's prompt is routed near a tie on the CPU: none compared on this device (its prompt rows round otherwise)")
+		t.Logf("every case's prompt is routed near a tie on the CPU or otherwise on the device: none compared on this device (its prompt rows round otherwise)")
 		return -1
 	}
 	return compared

@@ -69,6 +69,12 @@ type Resident struct {
 	arch   residentArch // the architecture's layer (arch_*.go)
 	ctxLen int
 	rows   int // scratch rows (Window, or less for short contexts)
+	// routing (ResidentOptions.CaptureRouting) holds each mixture-of-experts layer's selected
+	// ids for r.rows rows; routed counts the layers a recording has copied there so far.
+	routing  *Buffer
+	routed   int
+	captures bool // ResidentOptions.CaptureRouting
+	lastRows int  // rows of the last pass run
 
 	tokEmbd weight
 	output  weight
@@ -153,6 +159,10 @@ type ResidentOptions struct {
 	// then exists and has been touched), with the device's facts re-read then: the caller
 	// compares the budget and usage with its plan.
 	AfterWarmup func(after DeviceInfo)
+	// CaptureRouting keeps every mixture-of-experts layer's choice of experts for the rows of
+	// the last pass, for Routing (a diagnostic: tests compare the device's routing with the
+	// CPU's). Its buffer is not part of the plan's scratch.
+	CaptureRouting bool
 }
 
 // Part is the GPU side of a split: layers FirstLayer.. of the model resident with their KV
@@ -244,7 +254,7 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 			ctxLen, uint64(ctxLen)*kvRowBytes, c.Info.MaxStorageBufferRange, maxCtx, ErrTooLarge)
 	}
 	r := &Resident{c: c, h: h, arch: residentArchs[h.Arch], ctxLen: ctxLen, prof: config.GPUProf.Bool(), ownCtx: opts.OwnContext,
-		hasHead: true, onWarmup: opts.AfterWarmup, ropeDims: h.Rope.Dims, ropeScale: h.Rope.FreqScale}
+		hasHead: true, onWarmup: opts.AfterWarmup, ropeDims: h.Rope.Dims, ropeScale: h.Rope.FreqScale, captures: opts.CaptureRouting}
 	if r.ropeDims == 0 {
 		r.ropeDims = h.HeadDim
 	}
@@ -744,6 +754,7 @@ func (r *Resident) record(s *Seq, m int) {
 	}
 	s.Barrier()
 	stamp("embed")
+	r.routed = 0
 	for i := range r.layers {
 		r.arch.layer(r, s, &r.layers[i], m)
 	}
@@ -931,6 +942,7 @@ func (r *Resident) runDecode() error {
 	if err := r.decode.Run(); err != nil {
 		return fmt.Errorf("vulkan decode: %w", err)
 	}
+	r.lastRows = 1
 	if r.prof {
 		r.profile(time.Since(t0))
 	}
@@ -1005,6 +1017,7 @@ func (r *Resident) prefill(n int, all, last bool) ([]float32, error) {
 	}
 	s.span = r.windowEnd
 	r.beginStagingPass(r.plannedStagings(n))
+	r.lastRows = n
 	r.record(s, n)
 	r.beginStagingPass(nil)
 	if !r.hasHead {
@@ -1203,7 +1216,7 @@ func (r *Resident) Close() error {
 	}
 	r.moe.free()
 	r.dn.free()
-	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout} {
+	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout, r.routing} {
 		b.Free()
 	}
 	if r.ownCtx {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestResidentMoEAgreesWithCPU(t *testing.T) {
 	for _, arch := range []string{"qwen3moe", "qwen2moe"} {
 		t.Run(arch, func(t *testing.T) {
 			m := loadTiny(t, dir, arch, quant.F32, 5)
-			r, err := NewResident(c, m, ResidentOptions{Context: 64})
+			r, err := NewResident(c, m, ResidentOptions{Context: 64, CaptureRouting: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,10 +72,30 @@ func TestResidentMoEAgreesWithCPU(t *testing.T) {
 					t.Fatalf("position %d logit %d: gpu %v, cpu %v (tol 1e-2)", i/vocab, i%vocab, batched[i], want[i])
 				}
 			}
+			// the device's routing (CaptureRouting) is the CPU's, and each decode step's the
+			// prefill's row
+			ref := &cpuReference{rounded: cr, moe: true, model: m}
+			if apart := ref.routingApart(t, r, len(tokens)); apart != "" {
+				t.Fatalf("prefill routed otherwise: %s", apart)
+			}
+			prefillRouting, err := r.Routing(len(tokens))
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := m.Hyper.MoE.Used
 			for i, tok := range tokens {
 				one, err := r.Eval([]int{tok}, i, false)
 				if err != nil {
 					t.Fatal(err)
+				}
+				stepRouting, err := r.Routing(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for l := range stepRouting {
+					if want := prefillRouting[l][i*used : (i+1)*used]; !slices.Equal(stepRouting[l], want) {
+						t.Fatalf("position %d layer %d: decode step routed to %v, the prefill to %v", i, l, stepRouting[l], want)
+					}
 				}
 				for j := 0; j < vocab; j++ {
 					if d := math.Abs(float64(one[j] - batched[i*vocab+j])); !(d <= 1e-2) {
@@ -93,6 +114,17 @@ func TestResidentMoEAgreesWithCPU(t *testing.T) {
 				t.Fatalf("device argmax %d, host argmax %d", best, host)
 			}
 			t.Logf("largest |gpu − cpu| logit %.2g", worst)
+			if _, err := r.Routing(len(tokens)); err == nil {
+				t.Errorf("Routing of %d rows after a %d-row pass: no error", len(tokens), 1)
+			}
+			plain, err := NewResident(c, m, ResidentOptions{Context: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer plain.Close()
+			if _, err := plain.Routing(1); err == nil {
+				t.Errorf("Routing on a runner opened without CaptureRouting: no error")
+			}
 			sp, err := NewSplit(c, m, SplitOptions{Context: 64, FirstGPULayer: 1, HeadOnGPU: true, Threads: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -168,7 +200,7 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 					routerKernel = "matvec_norm_f32"
 				}
 				forgetKernels(c, routerKernel)
-				r, err := NewResident(c, m, ResidentOptions{Context: 64})
+				r, err := NewResident(c, m, ResidentOptions{Context: 64, CaptureRouting: true})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -270,7 +270,51 @@ func (r *Resident) allocMoEScratch() error {
 		*a.dst = b
 		r.Bytes.Scratch += b.Size
 	}
+	if r.captures {
+		b, err := r.c.NewBuffer(uint64(4*len(r.layers)*pairs), false)
+		if err != nil {
+			return fmt.Errorf("mixture-of-experts routing capture: %w", err)
+		}
+		r.routing = b
+	}
 	return nil
+}
+
+// captureRouting records a copy of the layer's selected ids (m rows of MoERoute's output, after
+// the barrier that follows it) into the routing capture's next layer slot.
+func (r *Resident) captureRouting(s *Seq, m int) {
+	if r.routing == nil {
+		return
+	}
+	used := r.h.MoE.Used
+	s.Copy(r.moe.ids, 0, r.routing, uint64(4*r.routed*r.rows*used), uint64(4*m*used))
+	r.routed++
+}
+
+// Routing returns the experts each mixture-of-experts layer selected for the last n rows of
+// the last pass (a prefill window or a decode step): layer by layer, each row's Used ids best
+// first. It needs ResidentOptions.CaptureRouting.
+func (r *Resident) Routing(n int) ([][]int, error) {
+	if r.routing == nil {
+		return nil, fmt.Errorf("routing: the runner was opened without CaptureRouting, or its model has no experts")
+	}
+	if n <= 0 || n > r.rows || n > r.lastRows {
+		return nil, fmt.Errorf("routing: %d rows asked, the last pass had %d", n, r.lastRows)
+	}
+	used := r.h.MoE.Used
+	out := make([][]int, 0, len(r.layers))
+	for l := range r.layers {
+		ids, err := r.routing.ReadU32(l*r.rows*used+(r.lastRows-n)*used, n*used)
+		if err != nil {
+			return nil, fmt.Errorf("routing: read layer %d: %w", l, err)
+		}
+		row := make([]int, len(ids))
+		for i, v := range ids {
+			row[i] = int(v)
+		}
+		out = append(out, row)
+	}
+	return out, nil
 }
 
 func (s *moeScratch) free() {
@@ -417,6 +461,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		// the shared expert's gate and up beside the route; then the rest in three stages
 		r.sharedGateUpX8(s, w.shared, shQ, shS)
 		s.Barrier()
+		r.captureRouting(s, m)
 		stamp("route")
 		r.moeDecodeWithSharedX8(s, w, xnQ, xnS, hidQ, hidS)
 		return
@@ -426,6 +471,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	default:
 		s.Barrier()
 	}
+	r.captureRouting(s, m)
 	stamp("route")
 	if m > 1 {
 		tilePairs := moeTilePairs

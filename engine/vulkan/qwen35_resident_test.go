@@ -366,7 +366,7 @@ func TestResidentQwen35SynthModelsMatchLlamaCpp(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("%s-%s/%s", arch, typName, tier.name), func(t *testing.T) {
 				withTier(t, c, tier.exact)
-				r, err := NewResident(c, m, ResidentOptions{Context: 256})
+				r, err := NewResident(c, m, ResidentOptions{Context: 256, CaptureRouting: true})
 				if err != nil {
 					t.Fatal(err)
 				}
