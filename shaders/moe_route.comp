@@ -12,7 +12,7 @@
 // One 64-thread workgroup per token, each thread holding the logits of experts tid, tid+64, ..
 // (NE <= 512) in registers: every maximum, sum and arg-max is a subgroup reduction whose
 // per-subgroup results meet in shared memory across one barrier (a decode step's routing is
-// serial latency: two barriers a selection instead of a seven-level shared-memory tree). exp
+// serial latency: one barrier a selection instead of a seven-level shared-memory tree). exp
 // and the divisions are correctly rounded (exact.glsl); the sum of the softmax is an f32
 // reduction (the CPU sums in f64: the weights may differ from its in the last bit, the choice
 // only on an exact tie of two rounded probabilities).
@@ -37,6 +37,7 @@ layout(push_constant) uniform P {
 const uint PER = 8u; // experts a thread holds: NE <= 64·PER = 512
 shared float redF[2][64]; // per-subgroup partial results, two slots used in turn
 shared uint redU[2][64];
+shared uint redI[2][64]; // wgArgMax's per-subgroup indices
 shared uint sel[64];
 shared float selP[64];
 
@@ -59,21 +60,26 @@ float wgSumF(float v, uint slot) {
     for (uint g = 1u; g < gl_NumSubgroups; g++) r += redF[slot][g];
     return r;
 }
-uint wgMaxU(uint v, uint slot) {
-    v = subgroupMax(v);
-    if (subgroupElect()) redU[slot][gl_SubgroupID] = v;
+// wgArgMax returns the index of the workgroup's largest key, the lowest index among equal keys
+// (bi: this thread's best index for its key bk): each subgroup reduces its own (key, index),
+// and the subgroups' pairs meet across one barrier (a selection took two before).
+uint wgArgMax(uint bk, uint bi, uint slot) {
+    uint sk = subgroupMax(bk);
+    uint si = subgroupMin(bk == sk ? bi : 0xffffffffu);
+    if (subgroupElect()) {
+        redU[slot][gl_SubgroupID] = sk;
+        redI[slot][gl_SubgroupID] = si;
+    }
     barrier();
-    uint r = redU[slot][0];
-    for (uint g = 1u; g < gl_NumSubgroups; g++) r = max(r, redU[slot][g]);
-    return r;
-}
-uint wgMinU(uint v, uint slot) {
-    v = subgroupMin(v);
-    if (subgroupElect()) redU[slot][gl_SubgroupID] = v;
-    barrier();
-    uint r = redU[slot][0];
-    for (uint g = 1u; g < gl_NumSubgroups; g++) r = min(r, redU[slot][g]);
-    return r;
+    uint rk = redU[slot][0], ri = redI[slot][0];
+    for (uint g = 1u; g < gl_NumSubgroups; g++) {
+        uint k = redU[slot][g], i = redI[slot][g];
+        if (k > rk || (k == rk && i < ri)) {
+            rk = k;
+            ri = i;
+        }
+    }
+    return ri;
 }
 
 // rankKey orders candidates as the selection does: larger values first (-0 as +0), any number
@@ -136,9 +142,7 @@ void main() {
                 bi = i;
             }
         }
-        uint best = wgMaxU(bk, slot);
-        slot ^= 1u;
-        uint choice = wgMinU(bk == best ? bi : 0xffffffffu, slot);
+        uint choice = wgArgMax(bk, bi, slot);
         slot ^= 1u;
         if (choice % 64u == tid) { // the owner marks it and hands its probability over
             uint k = choice / 64u;
