@@ -82,10 +82,12 @@ func fakeLlamaBench(args []string) int {
 	return 0
 }
 
-// The script end to end in its --quick form on lavapipe: tiny models written by synth (with
-// --moe the two mixture-of-experts architectures too), vkllm's runs on the GPU, the fake peer,
-// one table with every row and ratio, and the loads.
-func TestBenchGPUScriptQuickRun(t *testing.T) {
+// scriptHarness skips without a Vulkan device, links this test binary into a temporary
+// folder under each of names (it acts as vkllm, and as llama-bench through TestMain's fake)
+// and returns the folder and a runner of scripts/<script> with the linked vkllm and lavapipe's
+// pinned room, env added to the environment.
+func scriptHarness(t *testing.T, script string, names ...string) (string, func(t *testing.T, env []string, args ...string) (string, string, error)) {
+	t.Helper()
 	devs, err := vulkan.Devices()
 	if err != nil || len(devs) == 0 {
 		t.Skipf("no Vulkan device here (install mesa-vulkan-drivers for lavapipe): %v", err)
@@ -95,19 +97,29 @@ func TestBenchGPUScriptQuickRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	for _, name := range []string{"vkllm", "llama-bench"} {
+	for _, name := range names {
 		if err := os.Symlink(self, filepath.Join(tmp, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	run := func(t *testing.T, env []string, args ...string) (string, string, error) {
-		cmd := exec.Command("bash", append([]string{"../../scripts/bench-gpu.sh", "--quick", "-r", "1", "--depth-r", "1"}, args...)...)
+	return tmp, func(t *testing.T, env []string, args ...string) (string, string, error) {
+		cmd := exec.Command("bash", append([]string{"../../scripts/" + script}, args...)...)
 		cmd.Env = append(os.Environ(), "VKLLM="+filepath.Join(tmp, "vkllm"), "VKLLM_GPU_VRAM_MB=1024", "VKLLM_DATA_DIR="+t.TempDir())
 		cmd.Env = append(cmd.Env, env...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		return stdout.String(), stderr.String(), err
+	}
+}
+
+// The script end to end in its --quick form on lavapipe: tiny models written by synth (with
+// --moe the two mixture-of-experts architectures too), vkllm's runs on the GPU, the fake peer,
+// one table with every row and ratio, and the loads.
+func TestBenchGPUScriptQuickRun(t *testing.T) {
+	tmp, script := scriptHarness(t, "bench-gpu.sh", "vkllm", "llama-bench")
+	run := func(t *testing.T, env []string, args ...string) (string, string, error) {
+		return script(t, env, append([]string{"--quick", "-r", "1", "--depth-r", "1"}, args...)...)
 	}
 
 	t.Run("with a peer", func(t *testing.T) {
@@ -163,27 +175,9 @@ func TestBenchGPUScriptQuickRun(t *testing.T) {
 // (pp and tg) of every set in every round, then the means; a set that is not VKLLM_*
 // assignments is refused before anything runs.
 func TestABGPUScriptTimesEverySetAndTest(t *testing.T) {
-	devs, err := vulkan.Devices()
-	if err != nil || len(devs) == 0 {
-		t.Skipf("no Vulkan device here (install mesa-vulkan-drivers for lavapipe): %v", err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	if err := os.Symlink(self, filepath.Join(tmp, "vkllm")); err != nil {
-		t.Fatal(err)
-	}
+	tmp, script := scriptHarness(t, "ab-gpu.sh", "vkllm")
 	model := modeltest.TinySynth(t, tmp, "llama", quant.Q4_0, 1)
-	run := func(args ...string) (string, string, error) {
-		cmd := exec.Command("bash", append([]string{"../../scripts/ab-gpu.sh"}, args...)...)
-		cmd.Env = append(os.Environ(), "VKLLM="+filepath.Join(tmp, "vkllm"), "VKLLM_GPU_VRAM_MB=1024", "VKLLM_DATA_DIR="+t.TempDir())
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		return stdout.String(), stderr.String(), err
-	}
+	run := func(args ...string) (string, string, error) { return script(t, nil, args...) }
 	stdout, stderr, err := run("-p", "8", "-n", "4", "-r", "1", "--rounds", "2", model, "-", "VKLLM_GPU_X8=0")
 	if err != nil {
 		t.Fatalf("ab-gpu.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
