@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/quant"
 )
@@ -76,17 +75,7 @@ func TestTopKNeverPrefersNaN(t *testing.T) {
 // synthMoE loads synth's tiny qwen3moe (8 experts, 2 used) in typ.
 func synthMoE(t *testing.T, typ quant.Type) *model.Model {
 	t.Helper()
-	path := modeltest.TinySynth(t, "", "qwen3moe", typ, 5)
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return modeltest.Load(t, modeltest.TinySynth(t, "", "qwen3moe", typ, 5))
 }
 
 // f32Matrix is a Matrix of random F32 weights (a shared expert the synth does not write).

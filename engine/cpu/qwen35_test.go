@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
@@ -14,16 +13,7 @@ import (
 // gated attention).
 func loadHybrid(t *testing.T, arch string) *model.Model {
 	t.Helper()
-	f, err := gguf.Open(modeltest.TinySynth(t, "", arch, quant.Q8_0, 5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return modeltest.Load(t, modeltest.TinySynth(t, "", arch, quant.Q8_0, 5))
 }
 
 // hybridTokens is a sequence of n token ids inside the tiny presets' 512-token vocabulary.

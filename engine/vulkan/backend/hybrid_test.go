@@ -24,16 +24,8 @@ func TestGatedDeltaNetHybridsArmResident(t *testing.T) {
 	t.Setenv("VKLLM_GPU_VRAM_MB", "1024") // lavapipe reports no budget: the plan's room
 	open := func(t *testing.T, arch string) (*gguf.File, *model.Model, string) {
 		path := modeltest.TinySynth(t, "", arch, quant.Q8_0, 4)
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		m, err := model.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f, m, path
+		m := modeltest.Load(t, path)
+		return m.File, m, path
 	}
 	for _, arch := range []string{"qwen35", "qwen35moe"} {
 		t.Run(arch, func(t *testing.T) {

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine"
-	"github.com/vkllm/vkllm/engine/gguf"
-	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
 )
@@ -66,20 +64,11 @@ func TestMixtureOfExpertsArmsResident(t *testing.T) {
 // declined before any device is looked at, naming the expert tensor, its type and the types
 // supported; a dense model of a supported type passes the same check.
 func TestMixtureOfExpertsOfAnUnsupportedTypeIsDeclinedNamingTheTensor(t *testing.T) {
-	path := modeltest.TinySynth(t, "", "qwen3moe", quant.Q8_0, 4)
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := modeltest.Load(t, modeltest.TinySynth(t, "", "qwen3moe", quant.Q8_0, 4))
 	// every type the writer produces has kernels now: Q8_K (an activation type a GGUF can still
 	// name) stands for one without; the check reads the types, so the bytes never matter
 	m.Layers[0].MoE.Gate.Type = quant.Q8_K
-	_, err = New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 256})
+	_, err := New(context.Background(), m.File, m, engine.LoadOptions{DeviceIndex: -1, Context: 256})
 	want := `tensor "blk.0.ffn_gate_exps.weight" of type Q8_K`
 	if !errors.Is(err, engine.ErrGPUDeclined) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "IQ4_XS") || !strings.Contains(err.Error(), "Q2_K") {
 		t.Fatalf("err %v, want a decline naming %s and the supported types", err, want)
