@@ -16,9 +16,14 @@ layout(push_constant) uniform P {
     uint groupsX; // workgroups along x (the grid folds into y past the limit)
 } p;
 
+#define IQ_GRIDS_SHARED // i-quant codebooks in shared memory: constant arrays indexed per lane serialize
 #include "dequant.glsl"
 
 void main() {
+#if defined(T_IQUANT)
+    iqGridsLoad();
+    barrier();
+#endif
     uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * p.groupsX * 256u;
     uint units = p.K / 32u;
     if (i >= p.rows * units) return;

@@ -7,7 +7,8 @@
 // engine/quant.Dequantize bit for bit (kernels_iq_test.go holds it to that). A kernel that
 // defines IQ_GRIDS_SHARED before including dequant.glsl keeps the grids in shared memory and
 // must call iqGridsLoad() and barrier() before its first dq32 (embed_iq.glsl, matmul_iq.glsl,
-// matvec_fast.glsl do); the others (matmul_coopmat.glsl) read constant arrays.
+// matvec_fast.glsl, moe_gemm_coopmat.glsl, dequant_f16.glsl do); the others (matmul_coopmat.glsl,
+// whose shared memory is nearly full) read constant arrays.
 
 #if defined(T_IQ4_NL) || defined(T_IQ4_XS) || defined(T_MXFP4) || defined(T_IQ2_XXS) || defined(T_IQ2_XS) || defined(T_IQ2_S) || defined(T_IQ3_XXS) || defined(T_IQ3_S) || defined(T_IQ1_S) || defined(T_IQ1_M)
 #define T_IQUANT

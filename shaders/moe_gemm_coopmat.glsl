@@ -36,6 +36,7 @@ layout(push_constant) uniform P {
     uint yStride;  // elements between Y rows
 } p;
 
+#define IQ_GRIDS_SHARED // i-quant codebooks in shared memory: constant arrays indexed per lane serialize
 #include "dequant.glsl"
 
 const uint BM = 128u;          // rows per workgroup
@@ -68,6 +69,10 @@ void loadStep(uint u0, uint tid, uint r0, uint base, uint rowBytes, uint units, 
 }
 
 void main() {
+#if defined(T_IQUANT)
+    iqGridsLoad();
+    barrier();
+#endif
     uint t = gl_WorkGroupID.z;
     uint tid = gl_LocalInvocationID.x;
     uint r0 = gl_WorkGroupID.x * BM;

@@ -209,3 +209,38 @@ func checkProductWith(t *testing.T, c *Context, typ quant.Type, wq []byte, k, n,
 	}
 	t.Logf("max |err|/Σ|w·x| = %.2g", worst)
 }
+
+// dequant_f16 (the staging of quantized weights for the cooperative-matrix 2 GEMM, with the
+// i-quants' codebooks in shared memory) writes every element of every i-quant type as
+// engine/quant.Dequantize's value rounded to fp16, bit for bit, rows from an offset on.
+func TestDequantF16EqualsDequantizeInF16(t *testing.T) {
+	c := ctxOrSkip(t)
+	rng := rand.New(rand.NewSource(16))
+	const k, rows, row0 = 512, 9, 2
+	for _, typ := range iquantTypes {
+		t.Run(typ.String(), func(t *testing.T) {
+			blocks := (row0 + rows) * k / typ.BlockSize()
+			wq := randomIQBlocks(rng, typ, blocks, iqElementScale(typ))
+			want := dequantized(t, typ, wq, (row0+rows)*k)[row0*k:]
+			wb, hb := uploadBytes(t, c, wq), uploadBytes(t, c, make([]byte, 2*rows*k))
+			s, err := c.NewSeq()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Free()
+			s.DequantF16(typ, wb.All(), hb.All(), k, rows, row0)
+			if err := s.Run(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := hb.Read(0, uint64(2*rows*k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range want {
+				if h := binary.LittleEndian.Uint16(got[2*i:]); h != quant.F32ToF16(v) {
+					t.Fatalf("element %d (row %d): f16 %#04x (%g), want %#04x (%g)", i, row0+i/k, h, quant.F16ToF32(h), quant.F32ToF16(v), v)
+				}
+			}
+		})
+	}
+}
