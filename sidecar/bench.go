@@ -95,6 +95,7 @@ func (s *server) handleBench(w http.ResponseWriter, r *http.Request) {
 	}
 	info := m.Info()
 	cfg.VocabSize, cfg.Context = info.VocabSize, info.Context // Run checks it again for a model loaded meanwhile
+	cfg.SteadyWarmup = info.Placement != "cpu"                // a GPU's first run creates pipelines, then its clocks ramp
 	runner := b.Runner()
 
 	flusher, _ := w.(http.Flusher)

@@ -151,6 +151,7 @@ func runBench(ctx context.Context, args []string) error {
 	progress := newProgressBar(os.Stderr)
 	started := time.Now()
 	cfg.VocabSize, cfg.Context = info.VocabSize, info.Context
+	cfg.SteadyWarmup = info.Placement != "cpu" // a GPU's first run creates pipelines, then its clocks ramp
 	records, runErr := bench.Run(ctx, e.Runner(), cfg, progress.update)
 	progress.finish()
 	_ = e.Close()

@@ -245,3 +245,51 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// warmingEvaluator takes times[i] for its i-th call (the last one for every later call).
+type warmingEvaluator struct {
+	times []time.Duration
+	calls int
+}
+
+func (w *warmingEvaluator) Eval(tokens []int, pos int, _ bool) ([]float32, error) {
+	time.Sleep(w.times[min(w.calls, len(w.times)-1)])
+	w.calls++
+	return []float32{0}, nil
+}
+
+func (w *warmingEvaluator) Reset() {}
+
+// With SteadyWarmup the warm-up runs go on while a short run still speeds up by more than 10%
+// (at most five), and none of them is a sample; without it there is one, as llama-bench's.
+func TestSteadyWarmupWarmsUntilRunsAreSteady(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		steady bool
+		times  []time.Duration
+		want   int
+	}{
+		{"llama-bench's one", false, []time.Duration{200 * ms, 100 * ms, 50 * ms}, 1},
+		{"until steady", true, []time.Duration{200 * ms, 100 * ms, 50 * ms}, 4},
+		{"steady at once", true, []time.Duration{50 * ms}, 2},
+		{"at most five", true, []time.Duration{300 * ms, 200 * ms, 120 * ms, 80 * ms, 50 * ms, 25 * ms}, 5},
+		{"a long run warms by itself", true, []time.Duration{1100 * ms, 50 * ms}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := &warmingEvaluator{times: tc.times}
+			warmups := 0
+			records, err := Run(context.Background(), ev, Config{NPrompt: 8, Reps: 2, VocabSize: 100, Seed: 1, SteadyWarmup: tc.steady}, func(p Progress) {
+				if p.Phase == PhaseWarmup {
+					warmups++
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := records[0]; r.Warmup != tc.want || warmups != tc.want || len(r.SamplesNs) != 2 || ev.calls != tc.want+2 {
+				t.Errorf("%d warm-ups recorded, %d reported, %d samples, %d calls; want %d warm-ups and 2 samples", r.Warmup, warmups, len(r.SamplesNs), ev.calls, tc.want)
+			}
+		})
+	}
+}

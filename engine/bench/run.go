@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -30,6 +31,9 @@ type Config struct {
 	Context   int
 	VocabSize int    // synthetic tokens are drawn from [firstToken, VocabSize)
 	Seed      uint64 // synthetic prompts are reproducible from this
+	// SteadyWarmup warms up until the runs are steady (moreWarmup) instead of llama-bench's one
+	// warm-up run: for a GPU, whose first run creates pipelines and whose clocks then ramp.
+	SteadyWarmup bool
 }
 
 // Spec is one test of a plan: the n_prompt, n_gen and n_depth of one llama-bench row.
@@ -191,7 +195,9 @@ func Run(ctx context.Context, ev Evaluator, cfg Config, progress func(Progress))
 			fill.reset()
 		}
 		var samples []int64
-		for rep := 0; rep <= cfg.Reps; rep++ {
+		var prevWarmup time.Duration
+		rec.Warmup = 0
+		for rep := 0; rep <= cfg.Reps; {
 			if err := ctx.Err(); err != nil {
 				return records, fmt.Errorf("%s: %w", name, ErrCancelled)
 			}
@@ -209,15 +215,25 @@ func Run(ctx context.Context, ev Evaluator, cfg Config, progress func(Progress))
 				}
 				return records, fmt.Errorf("%s repetition %d: %w", name, rep, err)
 			}
-			step++
-			p := Progress{Test: name, Rep: rep, Reps: cfg.Reps, Step: step, Steps: steps, TokensPS: float64(n) / elapsed.Seconds()}
+			p := Progress{Test: name, Rep: rep, Reps: cfg.Reps, Steps: steps, TokensPS: float64(n) / elapsed.Seconds()}
 			if rep == 0 {
-				p.Phase = PhaseWarmup
-			} else {
-				p.Phase = PhaseRep
-				samples = append(samples, elapsed.Nanoseconds())
+				rec.Warmup++
+				if rec.Warmup == 1 {
+					step++ // the first warm-up is a step; further ones (moreWarmup) are not
+				}
+				p.Phase, p.Step = PhaseWarmup, step
+				progress(p)
+				if !cfg.SteadyWarmup || !moreWarmup(rec.Warmup, prevWarmup, elapsed) {
+					rep++
+				}
+				prevWarmup = elapsed
+				continue
 			}
+			step++
+			p.Phase, p.Step = PhaseRep, step
+			samples = append(samples, elapsed.Nanoseconds())
 			progress(p)
+			rep++
 		}
 		rec.Summary = Summarize(samples, n)
 		if t.NPrompt > 0 {
@@ -228,6 +244,30 @@ func Run(ctx context.Context, ev Evaluator, cfg Config, progress func(Progress))
 	}
 	progress(Progress{Phase: PhaseDone, Step: steps, Steps: steps})
 	return records, nil
+}
+
+// The warm-up with Config.SteadyWarmup: one untimed run, and more while a run is short (under warmupShort) and its time
+// still moved by more than warmupSteady from the one before, at most warmupMax in all. On an
+// H200 a 60 ms pp512's first warm-up (pipelines created, staging learnt: 300 ms) left the GPU's
+// clocks low, and the first timed repetition ran at half speed in two processes of three
+// (docs/PERF.md, session 17); llama-bench, whose warm-up is GPU work alone, showed no slow first
+// repetition. A run of a second or more warms the device by itself.
+const (
+	warmupMax    = 5
+	warmupShort  = time.Second
+	warmupSteady = 0.10
+)
+
+// moreWarmup reports whether another warm-up run follows done runs, the last two of which took
+// prev (zero after the first) and last.
+func moreWarmup(done int, prev, last time.Duration) bool {
+	if done >= warmupMax || last >= warmupShort {
+		return false
+	}
+	if done == 1 {
+		return true
+	}
+	return math.Abs(float64(last-prev)) > warmupSteady*float64(prev)
 }
 
 func syntheticTokens(rng *rand.Rand, n, vocab int) []int {
