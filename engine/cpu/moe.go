@@ -57,7 +57,12 @@ func (r *Runner) moe(l *model.Layer, n int) {
 		}
 		route(s.logits[i*ne:(i+1)*ne], p, s.selected[i*k:(i+1)*k], s.weights[i*k:(i+1)*k])
 	}
-	r.routing = append(r.routing, slices.Clone(s.selected[:n*k]))
+	if l := r.routedLayers; l < len(r.routing) {
+		r.routing[l] = append(r.routing[l], s.selected[:n*k]...)
+	} else {
+		r.routing = append(r.routing, slices.Clone(s.selected[:n*k]))
+	}
+	r.routedLayers++
 	for e := 0; e < ne; e++ {
 		s.rows = s.rows[:0]
 		for j, sel := range s.selected[:n*k] {

@@ -48,7 +48,8 @@ type Runner struct {
 	dn                            deltaScratch        // the Gated DeltaNet and gated attention blocks' buffers
 	rec                           *recurrentState     // the recurrent layers' state; nil without any
 	routerMargin                  float32             // the smallest router margin of the last evaluation (RouterMargin)
-	routing                       [][]int             // the last batch's selected experts per mixture-of-experts layer (Routing)
+	routing                       [][]int             // the last evaluation's selected experts per mixture-of-experts layer (Routing)
+	routedLayers                  int                 // the mixture-of-experts layers the current batch has routed
 }
 
 // New builds a runner for m. Only the KV cache and activation buffers are allocated; weights
@@ -230,9 +231,9 @@ func (r *Runner) EvalLayers(tokens []int, pos, layers int) ([]float32, error) {
 // greedy token.
 func (r *Runner) RouterMargin() float32 { return r.routerMargin }
 
-// Routing returns the experts each mixture-of-experts layer selected for the last batch of the
-// last Eval or EvalLayers (all of its tokens when they fit one batch): layer by layer, each
-// token's Used ids best first, token after token. It is empty for a dense model.
+// Routing returns the experts each mixture-of-experts layer selected for the tokens of the last
+// Eval or EvalLayers: layer by layer, each token's Used ids best first, token after token. It
+// is empty for a dense model.
 func (r *Runner) Routing() [][]int { return r.routing }
 
 // Head applies the final norm and the output projection to rows of hidden states (Dim
@@ -293,6 +294,7 @@ func (r *Runner) run(tokens []int, pos, layers int, done func(start, n int)) err
 		}
 	}
 	r.kv.truncate(pos)
+	r.routing = r.routing[:0] // from here on, this evaluation's tokens (not a rewind's)
 	split := len(tokens)
 	if r.rec != nil && len(tokens) > 1 {
 		split = len(tokens) - 1
@@ -321,7 +323,7 @@ func (r *Runner) run(tokens []int, pos, layers int, done func(start, n int)) err
 // residual stream in x.
 func (r *Runner) step(batch []int, pos, layers int) error {
 	r.routerMargin = float32(math.Inf(1))
-	r.routing = r.routing[:0]
+	r.routedLayers = 0
 	if err := r.embed(batch); err != nil {
 		return err
 	}

@@ -85,26 +85,27 @@ func (ref *cpuReference) routedNearTie() bool {
 	return ref.moe && ref.rounded.RouterMargin() < routerTie
 }
 
-// routingApart compares the experts the device chose for the last n rows of its last pass
-// (r.Routing: the runner opened with CaptureRouting) with those the rounded CPU run chose for
-// the same tokens (its last batch), as sets per token and layer. It returns "" where they are
+// routingApart compares the experts the device chose for the last n rows of an evaluation (as
+// many as its last pass holds: r.Routing, the runner opened with CaptureRouting) with those the
+// rounded CPU run chose for the same tokens, as sets per token and layer. It returns "" where they are
 // alike, else where they first differ: from there on the device computes another function of
 // the tokens, and nothing after it is comparable.
 func (ref *cpuReference) routingApart(t *testing.T, r *Resident, n int) string {
 	t.Helper()
 	cpuRouting := ref.rounded.Routing()
 	used := ref.model.Hyper.MoE.Used
-	if len(cpuRouting) > 0 {
-		n = min(n, len(cpuRouting[0])/used) // the CPU keeps its last batch only
-	}
-	dev, err := r.Routing(n)
+	dev, err := r.Routing(0) // the device's last pass: the evaluation's last rows
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(dev) > 0 && len(cpuRouting) > 0 {
+		n = min(n, len(dev[0])/used, len(cpuRouting[0])/used)
 	}
 	if len(dev) != len(cpuRouting) {
 		t.Fatalf("routing of %d layers on the device, %d on the CPU", len(dev), len(cpuRouting))
 	}
 	for l := range dev {
+		dev[l] = dev[l][len(dev[l])-n*used:]
 		cpuRows := cpuRouting[l][len(cpuRouting[l])-n*used:]
 		for i := range n {
 			a, b := slices.Clone(dev[l][i*used:(i+1)*used]), slices.Clone(cpuRows[i*used:(i+1)*used])

@@ -292,11 +292,15 @@ func (r *Resident) captureRouting(s *Seq, m int) {
 }
 
 // Routing returns the experts each mixture-of-experts layer selected for the last n rows of
-// the last pass (a prefill window or a decode step): layer by layer, each row's Used ids best
-// first. It needs ResidentOptions.CaptureRouting.
+// the last pass (a prefill window or a decode step; every row of it for n = 0): layer by layer,
+// each row's Used ids best first. It needs ResidentOptions.CaptureRouting. An Eval of a
+// recurrent model's prompt ends with a pass of its last token alone.
 func (r *Resident) Routing(n int) ([][]int, error) {
 	if r.routing == nil {
 		return nil, fmt.Errorf("routing: the runner was opened without CaptureRouting, or its model has no experts")
+	}
+	if n == 0 {
+		n = r.lastRows
 	}
 	if n <= 0 || n > r.rows || n > r.lastRows {
 		return nil, fmt.Errorf("routing: %d rows asked, the last pass had %d", n, r.lastRows)
