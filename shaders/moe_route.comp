@@ -153,34 +153,41 @@ void main() {
             selP[j] = v;
         }
     }
-    barrier();
-    if (tid != 0u) return;
-    float wv[64];
-    for (uint j = 0u; j < p.USED; j++) wv[j] = selP[j];
+    // The weights: thread j < USED takes choice j. Every sum runs over the choices in order
+    // (j = 0, 1, ..), the same f32 operations the CPU's route makes, each thread reading them
+    // from shared memory: one exp and one or two divisions a thread instead of USED of each in
+    // one thread.
+    barrier(); // sel and selP hold every choice
+    bool mine = tid < p.USED;
+    float w = mine ? selP[tid] : 0.0;
     if (p.gating == 3u) {
-        float mx = wv[0];
-        for (uint j = 1u; j < p.USED; j++) mx = max(mx, wv[j]);
+        float mx = selP[0];
+        for (uint j = 1u; j < p.USED; j++) mx = max(mx, selP[j]);
+        if (mine) {
+            precise float d = w - mx;
+            w = expExact(d);
+        }
+        barrier(); // every thread has read selP
+        if (mine) selP[tid] = w;
+        barrier();
         float sum = 0.0;
-        for (uint j = 0u; j < p.USED; j++) {
-            precise float d = wv[j] - mx;
-            wv[j] = expExact(d);
-            sum += wv[j];
-        }
+        for (uint j = 0u; j < p.USED; j++) sum += selP[j];
         float inv = divExact(1.0, sum);
-        for (uint j = 0u; j < p.USED; j++) {
-            precise float v = wv[j] * inv;
-            wv[j] = v;
-        }
+        precise float v = w * inv;
+        w = v;
     }
     if (p.norm != 0u) {
+        barrier(); // every thread has read selP
+        if (mine) selP[tid] = w;
+        barrier();
         float sum = 0.0;
-        for (uint j = 0u; j < p.USED; j++) sum += wv[j];
+        for (uint j = 0u; j < p.USED; j++) sum += selP[j];
         float total = max(sum, 6.103515625e-5);
-        for (uint j = 0u; j < p.USED; j++) wv[j] = divExact(wv[j], total);
+        w = divExact(w, total);
     }
-    for (uint j = 0u; j < p.USED; j++) {
-        precise float v = p.scale == 1.0 ? wv[j] : wv[j] * p.scale;
-        ids[t * p.USED + j] = sel[j];
-        wts[t * p.USED + j] = v;
+    if (mine) {
+        precise float v = p.scale == 1.0 ? w : w * p.scale;
+        ids[t * p.USED + tid] = sel[tid];
+        wts[t * p.USED + tid] = v;
     }
 }
