@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
@@ -20,16 +19,7 @@ func loadRandom(t testing.TB, s modeltest.Spec) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.OpenBytes(fmt.Sprintf("%s-%s.gguf", s.Arch, s.Type), data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return modeltest.LoadBytes(t, fmt.Sprintf("%s-%s.gguf", s.Arch, s.Type), data)
 }
 
 func newRunner(t testing.TB, m *model.Model, opts Options) *Runner {

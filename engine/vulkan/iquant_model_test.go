@@ -88,15 +88,7 @@ func iqMixedModel(t *testing.T, seed int64) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.OpenBytes("iq-mixed.gguf", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := modeltest.LoadBytes(t, "iq-mixed.gguf", data)
 	seen := map[quant.Type]bool{}
 	for _, mx := range append([]model.Matrix{m.TokenEmbd, m.Output}, m.Layers[0].Q, m.Layers[0].K, m.Layers[0].V, m.Layers[0].O,
 		m.Layers[0].Gate, m.Layers[0].Up, m.Layers[0].Down, m.Layers[1].Q, m.Layers[1].K) {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/vkllm/vkllm/engine/gguf"
 	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/quant"
@@ -24,16 +23,7 @@ func specModel(t *testing.T, s modeltest.Spec) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.OpenBytes(fmt.Sprintf("rand-%s-%v.gguf", s.Arch, s.Type), b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return modeltest.LoadBytes(t, fmt.Sprintf("rand-%s-%v.gguf", s.Arch, s.Type), b)
 }
 
 // maxDiff is the largest |a[i] - b[i]|.

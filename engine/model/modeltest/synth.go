@@ -57,6 +57,22 @@ func Load(tb testing.TB, path string) *model.Model {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return loadFile(tb, f)
+}
+
+// LoadBytes is Load for a GGUF held in memory under name.
+func LoadBytes(tb testing.TB, name string, data []byte) *model.Model {
+	tb.Helper()
+	f, err := gguf.OpenBytes(name, data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return loadFile(tb, f)
+}
+
+// loadFile loads f's model, closing f when the test ends.
+func loadFile(tb testing.TB, f *gguf.File) *model.Model {
+	tb.Helper()
 	tb.Cleanup(func() { f.Close() })
 	m, err := model.Load(f)
 	if err != nil {
