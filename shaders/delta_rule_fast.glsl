@@ -86,8 +86,9 @@ void loadChunk(uint t0, uint n, uint hh, uint kh, out chunkRegs r) {
 }
 
 // stageChunk puts a chunk of n tokens from registers into shared memory, with each token's
-// gates and inverse norms; every thread calls it (two barriers).
-void stageChunk(uint n, uint hh, chunkRegs r) {
+// gates (dt, a: the head's dt bias and A) and inverse norms; every thread calls it (two
+// barriers).
+void stageChunk(uint n, float dt, float a, chunkRegs r) {
     uint j = gl_LocalInvocationID.x;
     [[unroll]] for (uint e = 0u; e < LOADS; e++) qk[j + e * S] = r.qk[e];
     [[unroll]] for (uint t = 0u; t < CH; t++) {
@@ -95,9 +96,9 @@ void stageChunk(uint n, uint hh, chunkRegs r) {
         vz[(CH + t) * S + j] = r.z[t];
     }
     if (j < n) {
-        float xa = r.alpha + dtBias[hh];
+        float xa = r.alpha + dt;
         gate[2u * j] = 1.0 / (1.0 + exp(-r.beta));
-        gate[2u * j + 1u] = exp((xa > 20.0 ? xa : log(1.0 + exp(xa))) * ra[hh]);
+        gate[2u * j + 1u] = exp((xa > 20.0 ? xa : log(1.0 + exp(xa))) * a);
     }
     barrier();
     if (j < 2u * n) { // token j / 2's query (j even) or key
@@ -119,9 +120,12 @@ void main() {
     [[unroll]] for (uint c = 0u; c < S4; c++) row[c] = state[base + c];
     chunkRegs next;
     loadChunk(0u, min(CH, p.M), hh, kh, next);
+    // the head's constants, loaded with the state and the first chunk (a decode step is
+    // latency: each load first used after a barrier was a trip to memory of its own)
+    float dt = dtBias[hh], a = ra[hh], nwj = nw[j];
     for (uint t0 = 0u; t0 < p.M; t0 += CH) {
         uint n = min(CH, p.M - t0);
-        stageChunk(n, hh, next);
+        stageChunk(n, dt, a, next);
         if (t0 + CH < p.M) loadChunk(t0 + CH, min(CH, p.M - t0 - CH), hh, kh, next); // used at the chunk's end
         for (uint t = 0u; t < n; t++) {
             uint i = t0 + t, b = i & 1u, q0 = t * 2u * S4, k0 = q0 + S4;
@@ -146,7 +150,7 @@ void main() {
             for (uint g = 0u; g < gl_NumSubgroups; g++) ss += part[b][g];
             float zz = vz[(CH + t) * S + j];
             float silu = zz / (1.0 + exp(-zz));
-            float res = oj * inversesqrt(ss / float(S) + p.eps) * nw[j] * silu;
+            float res = oj * inversesqrt(ss / float(S) + p.eps) * nwj * silu;
 #ifdef ROUND_X8
         amaxS[j] = abs(res);
         barrier();

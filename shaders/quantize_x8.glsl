@@ -181,11 +181,29 @@ void main() {
     uint s0 = row * (p.K / 32u);                         // its blocks
     float scale = 1.0;
     bool norm = (p.flags & F_NORM) != 0u;
+    bool merge = (p.flags & F_MERGE) != 0u;
+    uint per = merge ? MERGE_VEC4 : 256u; // vec4s a pass
+    uint first = gl_WorkGroupID.x * per;
+    uint step = gl_NumWorkGroups.x * per;
+    // A decode step is latency: the first pass's own x and norm weight are loaded here, beside
+    // the squares' loads, and the squares' loads go in batches of four before any is used (one
+    // trip to memory where each vec4 waited for the last: a 4096-wide row took four). The same
+    // sums in the same order.
+    uint iFirst = first + tid;
+    vec4 xFirst = vec4(0.0), gFirst = vec4(0.0);
+    if (!merge && iFirst < n4) xFirst = x4[x0 + iFirst];
+    if (norm && iFirst < n4) gFirst = g4[iFirst];
     if (norm) { // every workgroup sums the squares over all of x first, in the same order
         float ss = 0.0;
-        for (uint i = tid; i < n4; i += 256u) {
-            vec4 v = x4[x0 + i];
-            ss += dot(v, v);
+        for (uint i0 = tid; i0 < n4; i0 += 4u * 256u) {
+            vec4 b[4];
+            [[unroll]] for (uint j = 0u; j < 4u; j++) {
+                uint i = i0 + 256u * j;
+                b[j] = i < n4 ? x4[x0 + i] : vec4(0.0);
+            }
+            [[unroll]] for (uint j = 0u; j < 4u; j++) {
+                if (i0 + 256u * j < n4) ss += dot(b[j], b[j]);
+            }
         }
         ss = subgroupAdd(ss);
         if (subgroupElect()) ssPart[gl_SubgroupID] = ss;
@@ -194,10 +212,6 @@ void main() {
         for (uint g = 0u; g < gl_NumSubgroups; g++) total += ssPart[g];
         scale = inversesqrt(total / float(p.K) + p.eps);
     }
-    bool merge = (p.flags & F_MERGE) != 0u;
-    uint per = merge ? MERGE_VEC4 : 256u; // vec4s a pass
-    uint first = gl_WorkGroupID.x * per;
-    uint step = gl_NumWorkGroups.x * per;
     for (uint i0 = first; i0 < n4; i0 += step) { // uniform: every thread takes every pass
         uint i = i0 + tid; // this thread's vec4: word i % 8 of block i / 8
         bool live = i < n4 && tid < per;
@@ -230,8 +244,8 @@ void main() {
             }
         }
         if (live) {
-            if (!merge) v = x4[x0 + i];
-            if (norm) v = v * scale * g4[i];
+            if (!merge) v = i0 == first ? xFirst : x4[x0 + i];
+            if (norm) v = v * scale * (i0 == first ? gFirst : g4[i]);
             if ((p.flags & F_SWIGLU) != 0u) {
                 vec4 b = u4[x0 + i];
                 v = vec4(swiglu(v.x, b.x), swiglu(v.y, b.y), swiglu(v.z, b.z), swiglu(v.w, b.w));

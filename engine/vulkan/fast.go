@@ -50,6 +50,7 @@ func (c *Context) selectNumericTier() {
 	c.ropeFold = config.GPURopeFold.Bool()
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()
+	c.routeFused = config.GPURouteFused.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
 	c.swigluF32 = config.GPUSwiGLUF32.Bool()
 	c.deltaRounds = config.GPUDeltaRounds.Bool()

@@ -52,6 +52,41 @@ func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating mo
 	s.Dispatch(kern, Push(uint32(experts), uint32(used), uint32(m), uint32(gating), nrm, scale), gx, gy, 1, logits, ids, wts)
 }
 
+// MatVecNormF32Route records a decode step's router and routing in one dispatch
+// (matvec_norm_f32_route): logits = W·RMSNorm(x)·g as MatVecNormF32 computes them (experts rows
+// of k), then, in the last workgroup to finish, the token's used expert ids and weights from
+// them as MoERoute selects them. arrivals is a 4-byte counter that must hold 0 before the first
+// such dispatch; each dispatch leaves it 0.
+func (s *Seq) MatVecNormF32Route(w, x, g, logits, ids, wts, arrivals Binding, k, experts, used int, gating model.Gating, norm bool, scale, eps float32) {
+	if k%4 != 0 || w.Size < uint64(4*k*experts) || x.Size < uint64(4*k) || g.Size < uint64(4*k) || logits.Size < uint64(4*experts) ||
+		ids.Size < uint64(4*used) || wts.Size < uint64(4*used) || arrivals.Size < 4 {
+		s.fail(fmt.Errorf("router with its routing: %d experts of %d (a multiple of 4), %d used: a binding is too small", experts, k, used))
+		return
+	}
+	if experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) {
+		s.fail(fmt.Errorf("router with its routing: %d of %d experts (at most %d experts, %d used)", used, experts, moeMaxExperts, moeMaxUsed))
+		return
+	}
+	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
+		s.fail(fmt.Errorf("router with its routing: gating %v has no kernel", gating))
+		return
+	}
+	kern := s.kernel("matvec_norm_f32_route", 7, 28)
+	if kern == nil {
+		return
+	}
+	nrm := uint32(0)
+	if norm {
+		nrm = 1
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	rows := max(1, s.c.subgroupsPerWorkgroup()/2) // a row per subgroup of 64 threads
+	s.Dispatch(kern, Push(uint32(k), uint32(experts), eps, uint32(used), uint32(gating), nrm, scale), uint32((experts+rows-1)/rows), 1, 1,
+		w, x, g, logits, ids, wts, arrivals)
+}
+
 // moeExpertRows is the rows one group of moe_matvec's lanes takes (the shader's NR).
 const moeExpertRows = 4
 

@@ -53,6 +53,7 @@ type moeScratch struct {
 	logits, ids, wts, out *Buffer
 	tiles, sorted         *Buffer // MoEGroup's grouping (uint32)
 	shared, gateLogit     *Buffer // nil without a shared expert
+	arrivals              *Buffer // MatVecNormF32Route's count of finished workgroups (0 between dispatches)
 }
 
 // checkMoE reports whether the resident driver can run m's mixture-of-experts layers: their
@@ -262,6 +263,10 @@ func (r *Resident) allocMoEScratch() error {
 			n   int
 		}{&ms.gateLogit, r.rows})
 	}
+	allocs = append(allocs, struct {
+		dst **Buffer
+		n   int
+	}{&ms.arrivals, 1})
 	for _, a := range allocs {
 		b, err := r.c.NewBuffer(uint64(4*a.n), false)
 		if err != nil {
@@ -269,6 +274,9 @@ func (r *Resident) allocMoEScratch() error {
 		}
 		*a.dst = b
 		r.Bytes.Scratch += b.Size
+	}
+	if err := ms.arrivals.WriteU32(0, []uint32{0}); err != nil {
+		return fmt.Errorf("mixture-of-experts scratch: clear the router's arrival count: %w", err)
 	}
 	if r.captures {
 		b, err := r.c.NewBuffer(uint64(4*len(r.layers)*pairs), false)
@@ -322,7 +330,7 @@ func (r *Resident) Routing(n int) ([][]int, error) {
 }
 
 func (s *moeScratch) free() {
-	for _, b := range []*Buffer{s.logits, s.ids, s.wts, s.out, s.tiles, s.sorted, s.shared, s.gateLogit} {
+	for _, b := range []*Buffer{s.logits, s.ids, s.wts, s.out, s.tiles, s.sorted, s.shared, s.gateLogit, s.arrivals} {
 		b.Free()
 	}
 }
@@ -448,18 +456,27 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		expertIn = r.xq.Range(0, uint64(4*m*dim))
 		s.QuantizeActivations(w.gate.typ, xn, expertIn, dim, m, dim)
 	}
-	if normInRouter {
+	// Without a shared expert, the router's last workgroup may route too (no route stage: a
+	// shared expert's gate and up run in that stage anyway).
+	routed := normInRouter && r.c.routeFused && w.shared == nil
+	switch {
+	case routed:
+		s.MatVecNormF32Route(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)),
+			ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)), ms.arrivals.All(), dim, p.Experts, p.Used, p.Gating, p.NormWeights, p.WeightsScale, h.NormEps)
+	case normInRouter:
 		s.MatVecNormF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)), dim, p.Experts, h.NormEps)
 		if w.shared != nil {
 			s.MatVecNormF32(w.shared.gating.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.gateLogit.Range(0, 4), dim, 1, h.NormEps)
 		}
-	} else {
+	default:
 		r.project(s, xn, dim, m, router...)
 	}
 	s.Barrier()
 	stamp("router")
-	s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
-		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
+	if !routed {
+		s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
+			p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
+	}
 	switch {
 	case sharedX8:
 		// the shared expert's gate and up beside the route; then the rest in three stages
@@ -472,11 +489,13 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	case fold && w.shared != nil:
 		r.sharedExpert(s, w.shared, xn, m)
 		s.Barrier()
-	default:
+	case !routed:
 		s.Barrier()
 	}
 	r.captureRouting(s, m)
-	stamp("route")
+	if !routed {
+		stamp("route")
+	}
 	if m > 1 {
 		tilePairs := moeTilePairs
 		if r.c.moeUsesCoopmat(w.gate.typ, dim) && r.c.moeUsesCoopmat(w.up.typ, dim) && r.c.moeUsesCoopmat(w.down.typ, ff) {
