@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/engine/bench"
+	"github.com/vkllm/vkllm/engine/model"
 )
 
 // benchEvents posts a bench request and calls on for each event until it returns false.
@@ -124,5 +127,77 @@ func TestBenchRouteRefusesAModelWithoutRunner(t *testing.T) {
 	ts := startServer(t, ServeOptions{Load: load})
 	if code := benchEvents(t, context.Background(), ts, `{}`, nil); code != http.StatusNotImplemented {
 		t.Fatalf("bench on the fake: %d, want 501", code)
+	}
+}
+
+// slowingRunner is a runner whose evaluations take the next of its durations (then the last
+// one): a GPU that speeds up over its first runs.
+type slowingRunner struct {
+	mu    sync.Mutex
+	takes []time.Duration
+	vocab int
+}
+
+func (r *slowingRunner) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, error) {
+	r.mu.Lock()
+	d := r.takes[0]
+	if len(r.takes) > 1 {
+		r.takes = r.takes[1:]
+	}
+	r.mu.Unlock()
+	time.Sleep(d)
+	return make([]float32, r.vocab), nil
+}
+func (r *slowingRunner) Reset()       {}
+func (r *slowingRunner) Close() error { return nil }
+func (r *slowingRunner) Name() string { return "slowing" }
+
+// warmingModel is a fake model on a placement whose runner speeds up over its first runs.
+type warmingModel struct {
+	fakeModel
+	placement string
+	runner    *slowingRunner
+}
+
+func (m *warmingModel) Info() engine.ModelInfo {
+	info := m.fakeModel.Info()
+	info.Placement, info.VocabSize = m.placement, m.runner.vocab
+	if m.placement != "cpu" {
+		info.Backend = "vulkan"
+	}
+	return info
+}
+func (m *warmingModel) Runner() model.Runner { return m.runner }
+
+// The sidecar's bench warms a GPU placement up until its runs are steady (the first runs of a
+// GPU create pipelines and leave its clocks low), and a CPU with llama-bench's one warm-up:
+// fails if the route does not ask for the steady warm-up on a GPU.
+func TestBenchRouteWarmsAGPUUntilSteady(t *testing.T) {
+	for _, tc := range []struct {
+		placement string
+		atLeast   int
+		atMost    int
+	}{{"resident", 3, 5}, {"cpu", 1, 1}} {
+		t.Run(tc.placement, func(t *testing.T) {
+			load := func(ctx context.Context, opts engine.LoadOptions) (Model, error) {
+				ms := time.Millisecond
+				return &warmingModel{fakeModel: fakeModel{name: "warming.gguf"}, placement: tc.placement,
+					runner: &slowingRunner{takes: []time.Duration{160 * ms, 80 * ms, 40 * ms, 40 * ms}, vocab: 300}}, nil
+			}
+			ts := startServer(t, ServeOptions{Load: load})
+			var done *BenchEvent
+			code := benchEvents(t, context.Background(), ts, `{"n_prompt":8,"n_gen":0,"reps":1,"seed":1}`, func(ev BenchEvent) bool {
+				if ev.Kind == "bench:done" || ev.Kind == "bench:error" {
+					done = &ev
+				}
+				return true
+			})
+			if code != 200 || done == nil || done.Kind != "bench:done" || len(done.Records) != 1 {
+				t.Fatalf("bench: status %d, last event %+v", code, done)
+			}
+			if w := done.Records[0].Warmup; w < tc.atLeast || w > tc.atMost {
+				t.Fatalf("%s placement: %d warm-up runs, want %d to %d", tc.placement, w, tc.atLeast, tc.atMost)
+			}
+		})
 	}
 }

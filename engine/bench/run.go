@@ -194,12 +194,10 @@ func Run(ctx context.Context, ev Evaluator, cfg Config, progress func(Progress))
 		} else {
 			fill.reset()
 		}
-		var samples []int64
-		var prevWarmup time.Duration
-		rec.Warmup = 0
-		for rep := 0; rep <= cfg.Reps; {
+		// runOnce makes one run of the test (rep: 0 for a warm-up, for the error's text).
+		runOnce := func(rep int) (time.Duration, error) {
 			if err := ctx.Err(); err != nil {
-				return records, fmt.Errorf("%s: %w", name, ErrCancelled)
+				return 0, fmt.Errorf("%s: %w", name, ErrCancelled)
 			}
 			tokens := syntheticTokens(rng, n, cfg.VocabSize)
 			var elapsed time.Duration
@@ -211,29 +209,36 @@ func Run(ctx context.Context, ev Evaluator, cfg Config, progress func(Progress))
 			}
 			if err != nil {
 				if ctx.Err() != nil {
-					return records, fmt.Errorf("%s: %w", name, ErrCancelled)
+					return 0, fmt.Errorf("%s: %w", name, ErrCancelled)
 				}
-				return records, fmt.Errorf("%s repetition %d: %w", name, rep, err)
+				return 0, fmt.Errorf("%s repetition %d: %w", name, rep, err)
 			}
-			p := Progress{Test: name, Rep: rep, Reps: cfg.Reps, Steps: steps, TokensPS: float64(n) / elapsed.Seconds()}
-			if rep == 0 {
-				rec.Warmup++
-				if rec.Warmup == 1 {
-					step++ // the first warm-up is a step; further ones (moreWarmup) are not
-				}
-				p.Phase, p.Step = PhaseWarmup, step
-				progress(p)
-				if !cfg.SteadyWarmup || !moreWarmup(rec.Warmup, prevWarmup, elapsed) {
-					rep++
-				}
-				prevWarmup = elapsed
-				continue
+			return elapsed, nil
+		}
+		// The warm-up: one untimed run (one progress step), more while the runs are not yet
+		// steady where cfg.SteadyWarmup asks (moreWarmup).
+		step++
+		var prev time.Duration
+		for rec.Warmup = 1; ; rec.Warmup++ {
+			elapsed, err := runOnce(0)
+			if err != nil {
+				return records, err
+			}
+			progress(Progress{Test: name, Phase: PhaseWarmup, Reps: cfg.Reps, Step: step, Steps: steps, TokensPS: float64(n) / elapsed.Seconds()})
+			if !cfg.SteadyWarmup || !moreWarmup(rec.Warmup, prev, elapsed) {
+				break
+			}
+			prev = elapsed
+		}
+		samples := make([]int64, 0, cfg.Reps)
+		for rep := 1; rep <= cfg.Reps; rep++ {
+			elapsed, err := runOnce(rep)
+			if err != nil {
+				return records, err
 			}
 			step++
-			p.Phase, p.Step = PhaseRep, step
 			samples = append(samples, elapsed.Nanoseconds())
-			progress(p)
-			rep++
+			progress(Progress{Test: name, Phase: PhaseRep, Rep: rep, Reps: cfg.Reps, Step: step, Steps: steps, TokensPS: float64(n) / elapsed.Seconds()})
 		}
 		rec.Summary = Summarize(samples, n)
 		if t.NPrompt > 0 {
