@@ -51,6 +51,7 @@ func (c *Context) selectNumericTier() {
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()
 	c.routeFused = config.GPURouteFused.Bool()
+	c.expertRounds = config.GPUExpertRounds.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
 	c.swigluF32 = config.GPUSwiGLUF32.Bool()
 	c.deltaRounds = config.GPUDeltaRounds.Bool()

@@ -678,6 +678,41 @@ func TestMoEDecodeRoutesInTheRouter(t *testing.T) {
 	t.Logf("logits within %.2g of the route stage's", worst)
 }
 
+// A qwen3moe decode step's expert gate and up products round their output for the down
+// products themselves (VKLLM_GPU_EXPERT_ROUNDS): one barrier fewer a layer, and the same logits
+// bit for bit (the same rounding, made by the products' last workgroup of each block). Q8_0
+// experts (32-blocks: the tiny models' 128-wide down rows leave the K-quants' down products to
+// Q5_0, which has no int8 kernel; TestMoEGateUpX8RoundedEqualsTheProductsThenQuantizeX8 checks
+// the 256-blocks). Fails if not wired.
+func TestMoEDecodeExpertsRoundTheirOutput(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8, on, routed, norm bool) {
+		c.x8, c.expertRounds, c.routeFused, c.routerNorm = x8, on, routed, norm
+	}(c.x8, c.expertRounds, c.routeFused, c.routerNorm)
+	c.x8, c.routerNorm = true, true
+	for _, routed := range []bool{false, true} { // beside the fused route too: the two share the arrival counts' buffer
+		typ := quant.Q8_0
+		c.routeFused = routed
+		t.Run(fmt.Sprintf("%v/route-fused=%v", typ, routed), func(t *testing.T) {
+			m := loadTiny(t, "", "qwen3moe", typ, 9)
+			kernel := x8Kernel("moe_matvec_x8_", typ) + "_r"
+			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.expertRounds = on })
+			if d := barriers[false] - barriers[true]; d != len(m.Layers) {
+				t.Errorf("the decode step has %d barriers with the experts rounding, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
+			}
+			for i := range logits[false] {
+				if math.Float32bits(logits[false][i]) != math.Float32bits(logits[true][i]) {
+					t.Fatalf("logit %d: %v with the experts rounding, %v without", i, logits[true][i], logits[false][i])
+				}
+			}
+		})
+	}
+}
+
 // A decode step of the models with a shared expert or DeltaNet layers (qwen35moe, qwen2moe, the
 // dense qwen35), on the int8 products, with each of five folds:
 //   - VKLLM_GPU_CONV_FOLD: the DeltaNet's qkv product ends as ssm_conv does (delta_rule_fast

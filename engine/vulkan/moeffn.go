@@ -53,7 +53,10 @@ type moeScratch struct {
 	logits, ids, wts, out *Buffer
 	tiles, sorted         *Buffer // MoEGroup's grouping (uint32)
 	shared, gateLogit     *Buffer // nil without a shared expert
-	arrivals              *Buffer // MatVecNormF32Route's count of finished workgroups (0 between dispatches)
+	// arrivals counts finished workgroups for the kernels whose last workgroup finishes the
+	// stage (0 between dispatches): MatVecNormF32Route's at 0, MoEGateUpX8Rounded's blocks from
+	// byte arrivalsBlocks (a storage offset any device allows)
+	arrivals *Buffer
 }
 
 // checkMoE reports whether the resident driver can run m's mixture-of-experts layers: their
@@ -241,6 +244,10 @@ func freeWeight(w weight) {
 	}
 }
 
+// arrivalsBlocks is the byte offset of MoEGateUpX8Rounded's counts in moeScratch.arrivals:
+// Vulkan's largest minStorageBufferOffsetAlignment.
+const arrivalsBlocks = 256
+
 // allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).
 func (r *Resident) allocMoEScratch() error {
 	h, ms := r.h, &r.moe
@@ -266,7 +273,7 @@ func (r *Resident) allocMoEScratch() error {
 	allocs = append(allocs, struct {
 		dst **Buffer
 		n   int
-	}{&ms.arrivals, 1})
+	}{&ms.arrivals, arrivalsBlocks/4 + p.Used*((p.FFN+31)/32)})
 	for _, a := range allocs {
 		b, err := r.c.NewBuffer(uint64(4*a.n), false)
 		if err != nil {
@@ -275,7 +282,7 @@ func (r *Resident) allocMoEScratch() error {
 		*a.dst = b
 		r.Bytes.Scratch += b.Size
 	}
-	if err := ms.arrivals.WriteU32(0, []uint32{0}); err != nil {
+	if err := ms.arrivals.WriteU32(0, make([]uint32, ms.arrivals.Size/4)); err != nil {
 		return fmt.Errorf("mixture-of-experts scratch: clear the router's arrival count: %w", err)
 	}
 	if r.captures {
@@ -462,7 +469,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	switch {
 	case routed:
 		s.MatVecNormF32Route(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)),
-			ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)), ms.arrivals.All(), dim, p.Experts, p.Used, p.Gating, p.NormWeights, p.WeightsScale, h.NormEps)
+			ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)), ms.arrivals.Range(0, 4), dim, p.Experts, p.Used, p.Gating, p.NormWeights, p.WeightsScale, h.NormEps)
 	case normInRouter:
 		s.MatVecNormF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)), dim, p.Experts, h.NormEps)
 		if w.shared != nil {
@@ -505,7 +512,18 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 	}
 	hid := r.gate.Range(0, uint64(4*pairs*ff))
-	if x8GateUp {
+	// Without a shared expert, the gate and up products may round their output for the down
+	// products themselves (no rounding stage; a shared expert's down product runs in that stage
+	// anyway).
+	rounded := x8GateUp && x8Down && fold && w.shared == nil && r.c.expertRounds && ff%x8Block(w.down.typ) == 0 &&
+		x8Block(w.down.typ)%(moeX8RowsOf(w.gate.typ)*r.c.subgroupsPerWorkgroup()) == 0
+	if rounded {
+		sl := w.gate.slices[0]
+		s.MoEGateUpX8Rounded(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), hidQ, hidS, ms.arrivals.Range(arrivalsBlocks, ms.arrivals.Size-arrivalsBlocks), w.upOff,
+			dim, ff, w.gate.count, p.Used, pairs, x8Q8K(w.down.typ))
+		s.Barrier()
+		stamp("ffn_up")
+	} else if x8GateUp {
 		sl := w.gate.slices[0]
 		s.MoEMatVecX8(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), w.upOff, dim, ff, 0, w.gate.count, p.Used, pairs, false, ff)
 		s.Barrier()
@@ -530,8 +548,10 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		stamp("swiglu")
 	}
 	if x8Down {
-		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
-		s.Barrier()
+		if !rounded {
+			s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
+			s.Barrier()
+		}
 		if fold {
 			sh, g := ms.out, ms.wts // not read without a shared expert
 			if w.shared != nil {

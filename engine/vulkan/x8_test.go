@@ -809,3 +809,99 @@ func TestQ6KWideDecodeMatchesUnitReads(t *testing.T) {
 		})
 	}
 }
+
+// The gate, up and SwiGLU expert products that round their own output (moe_matvec_x8_<t>_r,
+// VKLLM_GPU_EXPERT_ROUNDS) write the same output as the products alone and the same rounding,
+// bit for bit, as quantize_x8 of it, in 32-blocks and in Q8_K's 256-blocks: for Q4_K (a row a
+// subgroup), Q8_0 and IQ2_XXS, a decode step's 8 pairs over 6 experts (some repeated), rows of
+// 512 (two 256-blocks), two layers in one command (each block's last workgroup resets its
+// count for the next; the counts are read back as 0).
+func TestMoEGateUpX8RoundedEqualsTheProductsThenQuantizeX8(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no moe_matvec_x8", c.Info.Name)
+	}
+	const n, ne, used, layers = 512, 6, 8, 2
+	ids := []uint32{5, 0, 3, 3, 1, 4, 0, 2}
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q8_0, quant.IQ2_XXS} {
+		k := 256
+		for _, q8k := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/q8k=%v", typ, q8k), func(t *testing.T) {
+				block := 32
+				if q8k {
+					block = 256
+				}
+				if rows := moeX8RowsOf(typ) * c.subgroupsPerWorkgroup(); block%rows != 0 {
+					t.Skipf("%d-row workgroups do not tile %d-blocks", rows, block)
+				}
+				rng := rand.New(rand.NewSource(int64(typ)*13 + int64(block)))
+				ib := uploadU32(t, c, ids)
+				arrivals := uploadU32(t, c, make([]uint32, used*n/block))
+				type layer struct {
+					wb, xb, xq, xs, y, yRef, hq, hs, hqRef, hsRef *Buffer
+					off                                           int
+				}
+				ls := make([]layer, layers)
+				for i := range ls {
+					l := &ls[i]
+					gq, _ := moeTestWeights(t, rng, typ, k, n, ne)
+					uq, _ := moeTestWeights(t, rng, typ, k, n, ne)
+					l.off = (len(gq) + 255) / 256 * 256
+					both := make([]byte, l.off+len(uq))
+					copy(both, gq)
+					copy(both[l.off:], uq)
+					l.wb, l.xb = uploadBytes(t, c, both), upload(t, c, randVec(rng, k, 1))
+					l.xq, l.xs = uploadBytes(t, c, make([]byte, x8QuantBytes(k))), uploadBytes(t, c, make([]byte, x8ScaleBytes(k)))
+					l.y, l.yRef = upload(t, c, poisoned(used*n)), upload(t, c, poisoned(used*n))
+					l.hq, l.hs = uploadBytes(t, c, make([]byte, used*x8QuantBytes(n))), uploadBytes(t, c, make([]byte, used*x8ScaleBytes(n)))
+					l.hqRef, l.hsRef = uploadBytes(t, c, make([]byte, used*x8QuantBytes(n))), uploadBytes(t, c, make([]byte, used*x8ScaleBytes(n)))
+				}
+				run(t, c, func(s *Seq) {
+					for _, l := range ls {
+						s.QuantizeX8(l.xb.All(), l.xq.All(), l.xs.All(), k, 1, X8Input{})
+					}
+					s.Barrier()
+					for _, l := range ls {
+						s.MoEGateUpX8Rounded(typ, l.wb.All(), l.xq.All(), l.xs.All(), l.y.All(), ib.All(), l.hq.All(), l.hs.All(), arrivals.All(),
+							uint64(l.off), k, n, ne, used, used, q8k)
+						s.Barrier()
+						s.MoEMatVecX8(typ, l.wb.All(), l.xq.All(), l.xs.All(), l.yRef.All(), ib.All(), uint64(l.off), k, n, 0, ne, used, used, false, n)
+						s.Barrier()
+						s.QuantizeX8(l.yRef.All(), l.hqRef.All(), l.hsRef.All(), n, used, X8Input{Q8K: q8k})
+						s.Barrier()
+					}
+				})
+				for i, l := range ls {
+					y, yRef := readF32(t, l.y, used*n), readF32(t, l.yRef, used*n)
+					for j := range y {
+						if math.Float32bits(y[j]) != math.Float32bits(yRef[j]) {
+							t.Fatalf("layer %d output %d: %v, the products alone %v", i, j, y[j], yRef[j])
+						}
+					}
+					for _, pair := range [][2]*Buffer{{l.hq, l.hqRef}, {l.hs, l.hsRef}} {
+						got, err := pair[0].ReadU32(0, int(pair[0].Size/4))
+						if err != nil {
+							t.Fatal(err)
+						}
+						want, err := pair[1].ReadU32(0, int(pair[1].Size/4))
+						if err != nil {
+							t.Fatal(err)
+						}
+						for j := range got {
+							if got[j] != want[j] {
+								t.Fatalf("layer %d rounding word %d of %d: %08x, quantize_x8's %08x", i, j, len(got), got[j], want[j])
+							}
+						}
+					}
+				}
+				left, err := arrivals.ReadU32(0, used*n/block)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.ContainsFunc(left, func(v uint32) bool { return v != 0 }) {
+					t.Fatalf("arrival counts left after the dispatches: %v", left)
+				}
+			})
+		}
+	}
+}
