@@ -52,6 +52,7 @@ func (c *Context) selectNumericTier() {
 	c.routerNorm = config.GPURouterNorm.Bool()
 	c.routeFused = config.GPURouteFused.Bool()
 	c.expertRounds = config.GPUExpertRounds.Bool()
+	c.nextRounds = config.GPUNextRounds.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
 	c.swigluF32 = config.GPUSwiGLUF32.Bool()
 	c.deltaRounds = config.GPUDeltaRounds.Bool()

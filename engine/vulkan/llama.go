@@ -83,27 +83,32 @@ type Resident struct {
 
 	// scratch, token-major
 	x, xn, q, k, v, att, gate, up *Buffer
-	attPart                       *Buffer             // split attention's per-range partials (fast tier; nil on the exact tier)
-	xq                            *Buffer             // activations rounded for quantized weights
-	convEnded                     bool                // projectX8 ended a DeltaNet qkv product as ssm_conv (deltaNet then records no ssm_conv)
-	headRoundsNorm                bool                // the recording's one-token head rounds RMSNorm(x)·output_norm itself (record left r.xn unwritten)
-	stage                         *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
-	stagePlans                    map[int][]stageStep // per window size: its stagings in order (plannedStagings)
-	stagePlan                     []stageStep         // the plan the current recording replays (nil: none)
-	stageRec                      *[]stageStep        // where a dry recording collects the stagings
-	stageAt, stageReady           int                 // the current recording's next staging; the one recorded ahead (-1: none)
-	stageReadyBarrier             int                 // the Seq's barrier count when that one was recorded
-	windowEnd                     int                 // the last pass's first position plus its rows (setPositions)
-	moe                           moeScratch          // a mixture of experts' routing (nil buffers for a dense model)
-	dn                            deltaScratch        // the Gated-DeltaNet hybrids' (nil buffers for other models)
-	logits                        *Buffer             // host-visible: rows × vocab
-	logitRows                     int
-	ids, pos, best                *Buffer // host-visible
-	ropeCS                        *Buffer // host-visible: rows × ropeDims/2 (cos, sin) pairs
-	ropeTab                       []float32
-	ropeDims                      int
-	ropeScale                     float32
-	ropeStill                     []bool // M-RoPE's pairs that text keeps at position 0 (qwen35); nil: none
+	attPart                       *Buffer // split attention's per-range partials (fast tier; nil on the exact tier)
+	xq                            *Buffer // activations rounded for quantized weights
+	convEnded                     bool    // projectX8 ended a DeltaNet qkv product as ssm_conv (deltaNet then records no ssm_conv)
+	headRoundsNorm                bool    // the recording's one-token head rounds RMSNorm(x)·output_norm itself (record left r.xn unwritten)
+	// nextRound is the normed rounding of x that the stage after the layer being recorded
+	// starts with (the next layer's, or the head's; nil where it takes no int8 products or the
+	// switch is off); preRounded says the layer's last product left x rounded so in r.xq
+	// (VKLLM_GPU_NEXT_ROUNDS), for the next roundX8 to take instead of rounding it again.
+	nextRound, preRounded *preRounding
+	stage                 *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
+	stagePlans            map[int][]stageStep // per window size: its stagings in order (plannedStagings)
+	stagePlan             []stageStep         // the plan the current recording replays (nil: none)
+	stageRec              *[]stageStep        // where a dry recording collects the stagings
+	stageAt, stageReady   int                 // the current recording's next staging; the one recorded ahead (-1: none)
+	stageReadyBarrier     int                 // the Seq's barrier count when that one was recorded
+	windowEnd             int                 // the last pass's first position plus its rows (setPositions)
+	moe                   moeScratch          // a mixture of experts' routing (nil buffers for a dense model)
+	dn                    deltaScratch        // the Gated-DeltaNet hybrids' (nil buffers for other models)
+	logits                *Buffer             // host-visible: rows × vocab
+	logitRows             int
+	ids, pos, best        *Buffer // host-visible
+	ropeCS                *Buffer // host-visible: rows × ropeDims/2 (cos, sin) pairs
+	ropeTab               []float32
+	ropeDims              int
+	ropeScale             float32
+	ropeStill             []bool // M-RoPE's pairs that text keeps at position 0 (qwen35); nil: none
 
 	// the tokens the recurrent layers' state has folded in, and whether that state is unknown
 	// (never cleared, or a pass failed); see rewindTo
@@ -755,9 +760,15 @@ func (r *Resident) record(s *Seq, m int) {
 	s.Barrier()
 	stamp("embed")
 	r.routed = 0
+	r.preRounded = nil
 	for i := range r.layers {
+		r.nextRound = nil
+		if m == 1 && r.c.nextRounds {
+			r.nextRound = r.inputRounding(i + 1)
+		}
 		r.arch.layer(r, s, &r.layers[i], m)
 	}
+	r.nextRound = nil
 	if !r.hasHead {
 		s.Copy(r.x, 0, r.hout, 0, uint64(4*m*dim))
 		return

@@ -713,6 +713,45 @@ func TestMoEDecodeExpertsRoundTheirOutput(t *testing.T) {
 	}
 }
 
+// A MoE decode step's down products round the residual for the next stage themselves
+// (VKLLM_GPU_NEXT_ROUNDS: the next layer's attention or DeltaNet block, or the head, takes the
+// rounding instead of making its own): one barrier fewer a layer, logits within f32-level
+// differences (the sum of squares runs in another order; an int8 rounding flipped by the last
+// bit moves a tiny model's logits by a few hundredths), on qwen3moe and on the qwen35moe
+// hybrid (a shared expert; DeltaNet and gated attention layers after it), and on qwen3moe with
+// the other two fused forms on. Fails if not wired.
+func TestMoEDecodeDownRoundsForTheNextStage(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8, on, routed, rounds, norm bool) {
+		c.x8, c.nextRounds, c.routeFused, c.expertRounds, c.routerNorm = x8, on, routed, rounds, norm
+	}(c.x8, c.nextRounds, c.routeFused, c.expertRounds, c.routerNorm)
+	c.x8, c.routerNorm = true, true
+	for _, tc := range []struct {
+		arch          string
+		otherSwitches bool // VKLLM_GPU_ROUTE_FUSED and VKLLM_GPU_EXPERT_ROUNDS on: the three share the arrival counts' buffer
+	}{{"qwen3moe", false}, {"qwen35moe", false}, {"qwen3moe", true}} {
+		arch := tc.arch
+		c.routeFused, c.expertRounds = tc.otherSwitches, tc.otherSwitches
+		t.Run(fmt.Sprintf("%s/others=%v", arch, tc.otherSwitches), func(t *testing.T) {
+			m := loadTiny(t, "", arch, quant.Q8_0, 9)
+			kernel := x8Kernel("moe_down_x8_", m.Layers[0].MoE.Down.Type) + "_n"
+			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.nextRounds = on })
+			if d := barriers[false] - barriers[true]; d != len(m.Layers) {
+				t.Errorf("the decode step has %d barriers with the down products rounding for the next stage, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
+			}
+			worst := maxAbsDiff(logits[false], logits[true])
+			if !(worst <= 0.1) {
+				t.Fatalf("logits differ by up to %g from the rounding stages'", worst)
+			}
+			t.Logf("logits within %.2g of the rounding stages'", worst)
+		})
+	}
+}
+
 // A decode step of the models with a shared expert or DeltaNet layers (qwen35moe, qwen2moe, the
 // dense qwen35), on the int8 products, with each of five folds:
 //   - VKLLM_GPU_CONV_FOLD: the DeltaNet's qkv product ends as ssm_conv does (delta_rule_fast

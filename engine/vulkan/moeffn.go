@@ -54,8 +54,7 @@ type moeScratch struct {
 	tiles, sorted         *Buffer // MoEGroup's grouping (uint32)
 	shared, gateLogit     *Buffer // nil without a shared expert
 	// arrivals counts finished workgroups for the kernels whose last workgroup finishes the
-	// stage (0 between dispatches): MatVecNormF32Route's at 0, MoEGateUpX8Rounded's blocks from
-	// byte arrivalsBlocks (a storage offset any device allows)
+	// stage (0 between dispatches), at arrivalsNext and arrivalsBlocks
 	arrivals *Buffer
 }
 
@@ -244,9 +243,13 @@ func freeWeight(w weight) {
 	}
 }
 
-// arrivalsBlocks is the byte offset of MoEGateUpX8Rounded's counts in moeScratch.arrivals:
-// Vulkan's largest minStorageBufferOffsetAlignment.
-const arrivalsBlocks = 256
+// The byte offsets of the counts in moeScratch.arrivals, 256 apart (Vulkan's largest
+// minStorageBufferOffsetAlignment): MatVecNormF32Route's at 0, MoEDownX8RoundNext's, then
+// MoEGateUpX8Rounded's blocks.
+const (
+	arrivalsNext   = 256
+	arrivalsBlocks = 512
+)
 
 // allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).
 func (r *Resident) allocMoEScratch() error {
@@ -557,8 +560,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 			if w.shared != nil {
 				sh, g = ms.shared, ms.gateLogit
 			}
-			s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
-				sh.All(), g.All(), ff, dim, p.Used, w.shared != nil)
+			r.moeDownX8(s, w, hidQ, hidS, sh.All(), g.All())
 			s.Barrier()
 			stamp("ffn_down")
 			return
@@ -580,6 +582,22 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		sh.All(), g.All(), dim, p.Used, m, w.shared != nil)
 	s.Barrier()
 	stamp("ffn_down")
+}
+
+// moeDownX8 records a decode step's down products and combine into r.x (MoEDownX8), sh and g
+// the shared expert's output and gate logit where the layer has one; where the next stage's
+// rounding of x is known (r.nextRound), the products' last workgroup makes it
+// (MoEDownX8RoundNext) and r.preRounded says so.
+func (r *Resident) moeDownX8(s *Seq, w *moeWeights, hidQ, hidS, sh, g Binding) {
+	h, ms := r.h, &r.moe
+	p := h.MoE
+	x := r.x.Range(0, uint64(4*h.Dim))
+	if next, ok := r.nextRounding(); ok {
+		s.MoEDownX8RoundNext(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, x, ms.ids.All(), ms.wts.All(), sh, g, p.FFN, h.Dim, p.Used, w.shared != nil, next)
+		r.preRounded = r.nextRound
+		return
+	}
+	s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, x, ms.ids.All(), ms.wts.All(), sh, g, p.FFN, h.Dim, p.Used, w.shared != nil)
 }
 
 // sharedTakesX8 reports whether a decode step's shared expert takes the int8 products from a
@@ -641,8 +659,7 @@ func (r *Resident) moeDecodeWithSharedX8(s *Seq, w *moeWeights, xnQ, xnS, hidQ, 
 		s.MatVecX8(sh.down.typ, dl.buf.All(), shQ, shS, dl.out(ms.shared, 0, 1, dim), sf, dl.rows, false)
 	}
 	s.Barrier()
-	s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
-		ms.shared.All(), ms.gateLogit.All(), ff, dim, p.Used, true)
+	r.moeDownX8(s, w, hidQ, hidS, ms.shared.All(), ms.gateLogit.All())
 	s.Barrier()
 	stamp("ffn_down")
 }

@@ -278,9 +278,67 @@ func (r *Resident) roundX8(s *Seq, x Binding, in X8Input, k int, t quant.Type) (
 	qb, sb := uint64(x8QuantBytes(k)), uint64(x8ScaleBytes(k))
 	xq, xs = r.xq.Range(0, qb), r.xq.Range(qb, sb)
 	in.Q8K = x8Q8K(t)
+	pre := r.preRounded
+	r.preRounded = nil
+	if pre != nil && pre.serves(r, x, in, k) {
+		return xq, xs // the last product before this stage rounded x so (VKLLM_GPU_NEXT_ROUNDS)
+	}
 	s.QuantizeX8(x, xq, xs, k, 1, in)
 	s.Barrier()
 	return xq, xs
+}
+
+// preRounding is a normed int8 rounding of the residual x in r.xq (roundX8's place): RMSNorm(x)
+// times norm, in Q8_K's 256-blocks or 32-blocks, x k wide.
+type preRounding struct {
+	norm Binding
+	q8k  bool
+	k    int
+}
+
+// serves reports whether the rounding is the one roundX8 is asked for: x itself, normed by the
+// same weight and the model's epsilon, nothing else folded in.
+func (p *preRounding) serves(r *Resident, x Binding, in X8Input, k int) bool {
+	return x == r.x.All() && in.Norm != nil && *in.Norm == p.norm && in.Eps == r.h.NormEps && in.Up == nil && in.Gate == nil && !in.Merge &&
+		in.Q8K == p.q8k && k == p.k
+}
+
+// inputRounding is the normed rounding of x that layer j's first stage (j == len(r.layers): the
+// head's) makes on the int8 products: its input norm and the block of its first product (the
+// attention's query, the DeltaNet's qkv, the head); nil where that product takes no int8
+// products. roundX8 checks the guess (preRounding.serves) before it takes a rounding.
+func (r *Resident) inputRounding(j int) *preRounding {
+	dim := r.h.Dim
+	var g vector
+	var t quant.Type
+	switch {
+	case j < len(r.layers):
+		l := &r.layers[j]
+		g, t = l.attnNorm, l.q.typ
+		if l.dn != nil {
+			t = l.dn.qkv.typ
+		}
+	case r.hasHead:
+		g, t = r.outNorm, r.output.typ
+	default:
+		return nil
+	}
+	if g.buf == nil || !r.c.usesX8(t, dim, 1) || uint64(x8QuantBytes(dim)+x8ScaleBytes(dim)) > r.xq.Size || dim%x8Block(t) != 0 {
+		return nil
+	}
+	return &preRounding{norm: g.buf.All(), q8k: x8Q8K(t), k: dim}
+}
+
+// nextRounding is the residual's rounding a MoE decode step's down products make for the next
+// stage (r.nextRound), in roundX8's place in r.xq; ok is false where there is none.
+func (r *Resident) nextRounding() (next NextRounding, ok bool) {
+	nx := r.nextRound
+	if nx == nil || !r.c.nextRounds {
+		return NextRounding{}, false
+	}
+	qb, sb := uint64(x8QuantBytes(nx.k)), uint64(x8ScaleBytes(nx.k))
+	return NextRounding{Norm: nx.norm, XQ: r.xq.Range(0, qb), XS: r.xq.Range(qb, sb), Arrivals: r.moe.arrivals.Range(arrivalsNext, 4),
+		Eps: r.h.NormEps, Q8K: nx.q8k}, true
 }
 
 // projectX8 records the one-token products among ps whose weights take matvec_x8: x (as in
@@ -431,6 +489,35 @@ func (s *Seq) moeMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 // w binds the whole expert tensor (n rows of k elements per expert); sh and g are read only
 // with shared.
 func (s *Seq) MoEDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, n, used int, shared bool) {
+	s.moeDownX8(t, w, xq, xs, x, ids, wts, sh, g, k, n, used, shared, nil)
+}
+
+// NextRounding is where MoEDownX8RoundNext leaves the residual rounded for the next stage's
+// int8 products: RMSNorm(x)·Norm (epsilon Eps) as QuantizeX8 with X8Input{Norm, Eps, Q8K}
+// rounds it, into XQ and XS; Arrivals is a 4-byte count, 0 before the dispatch and left 0.
+type NextRounding struct {
+	Norm, XQ, XS, Arrivals Binding
+	Eps                    float32
+	Q8K                    bool
+}
+
+// MoEDownX8RoundNext records MoEDownX8, and then, in the last workgroup to finish, the whole
+// residual x normalized and rounded as next says (moe_down_x8_<t>_n): the next stage reads it
+// rounded, with no rounding stage of its own. Its sum of squares runs in another order than
+// quantize_x8's (the scale may differ in the last bit).
+func (s *Seq) MoEDownX8RoundNext(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, n, used int, shared bool, next NextRounding) {
+	block := 32
+	if next.Q8K {
+		block = 256
+	}
+	if n%block != 0 || next.Norm.Size < uint64(4*n) || next.XQ.Size < uint64(x8QuantBytes(n)) || next.XS.Size < uint64(x8ScaleBytes(n)) || next.Arrivals.Size < 4 {
+		s.fail(fmt.Errorf("moe down x8 rounding the residual: %d rows in %d-blocks: not whole blocks, or a binding too small", n, block))
+		return
+	}
+	s.moeDownX8(t, w, xq, xs, x, ids, wts, sh, g, k, n, used, shared, &next)
+}
+
+func (s *Seq) moeDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, n, used int, shared bool, next *NextRounding) {
 	name := x8Kernel("moe_down_x8_", t)
 	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || used <= 0 {
 		s.fail(fmt.Errorf("moe down x8: %v rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, %d pairs", t, k, n, used))
@@ -446,6 +533,19 @@ func (s *Seq) MoEDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, 
 	}
 	rows := moeX8Rows * s.c.subgroupsPerWorkgroup()
 	gx, gy := grid1D((n + rows - 1) / rows)
+	if next != nil {
+		kern := s.kernel(name+"_n", 12, 28)
+		if kern == nil {
+			return
+		}
+		q8k := uint32(0)
+		if next.Q8K {
+			q8k = 1
+		}
+		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(used), gx, sh32, next.Eps, q8k), gx, gy, 1, w, xq, xs, x, ids, wts, sh, g,
+			next.Norm, next.XQ, next.XS, next.Arrivals)
+		return
+	}
 	kern := s.kernel(name, 8, 20)
 	if kern == nil {
 		return

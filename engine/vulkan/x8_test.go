@@ -905,3 +905,106 @@ func TestMoEGateUpX8RoundedEqualsTheProductsThenQuantizeX8(t *testing.T) {
 		}
 	}
 }
+
+// The expert down products that round the residual for the next stage (moe_down_x8_<t>_n,
+// VKLLM_GPU_NEXT_ROUNDS) add the same values to x as moe_down_x8, bit for bit, and leave x
+// rounded as quantize_x8 with the norm rounds it: every block's scale within 2^-20 of
+// quantize_x8's (the sum of squares runs in another order) and every int8 within one step, in
+// 32-blocks and Q8_K's 256-blocks, over residuals of 512 and 640 rows (a last pass of 32
+// vec4s), with and without a shared expert; three layers in one command (the count is reset
+// by each dispatch's last workgroup and read back as 0).
+func TestMoEDownX8RoundNextEqualsDownThenQuantizeX8(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no moe_down_x8", c.Info.Name)
+	}
+	const ne, k, layers = 5, 256, 3
+	ids := []uint32{4, 1, 1, 0}
+	used := len(ids)
+	for _, tc := range []struct {
+		typ    quant.Type
+		n      int
+		q8k    bool
+		shared bool
+	}{{quant.Q4_K, 512, true, false}, {quant.Q8_0, 640, false, true}, {quant.IQ2_XXS, 512, false, false}, {quant.Q8_0, 512, true, true}} {
+		t.Run(fmt.Sprintf("%v/n%d/q8k=%v/shared=%v", tc.typ, tc.n, tc.q8k, tc.shared), func(t *testing.T) {
+			n := tc.n
+			rng := rand.New(rand.NewSource(int64(tc.typ)*7 + int64(n)))
+			arrivals := uploadU32(t, c, []uint32{0})
+			type layer struct {
+				wqb, xq, xs, x, xRef, g, nq, ns, nqRef, nsRef *Buffer
+			}
+			ib, wb := uploadU32(t, c, ids), upload(t, c, randVec(rng, used, 1))
+			shb, gb := upload(t, c, randVec(rng, n, 1)), upload(t, c, randVec(rng, 1, 2))
+			ls := make([]layer, layers)
+			for i := range ls {
+				l := &ls[i]
+				wq, _ := moeTestWeights(t, rng, tc.typ, k, n, ne)
+				l.wqb = uploadBytes(t, c, wq)
+				hb := upload(t, c, randVec(rng, used*k, 1))
+				l.xq, l.xs = uploadBytes(t, c, make([]byte, used*x8QuantBytes(k))), uploadBytes(t, c, make([]byte, used*x8ScaleBytes(k)))
+				x := randVec(rng, n, 1)
+				l.x, l.xRef, l.g = upload(t, c, x), upload(t, c, x), upload(t, c, randVec(rng, n, 1))
+				l.nq, l.ns = uploadBytes(t, c, make([]byte, x8QuantBytes(n))), uploadBytes(t, c, make([]byte, x8ScaleBytes(n)))
+				l.nqRef, l.nsRef = uploadBytes(t, c, make([]byte, x8QuantBytes(n))), uploadBytes(t, c, make([]byte, x8ScaleBytes(n)))
+				run(t, c, func(s *Seq) { s.QuantizeX8(hb.All(), l.xq.All(), l.xs.All(), k, used, X8Input{}) })
+			}
+			const eps = 1e-6
+			run(t, c, func(s *Seq) {
+				for _, l := range ls {
+					s.MoEDownX8RoundNext(tc.typ, l.wqb.All(), l.xq.All(), l.xs.All(), l.x.All(), ib.All(), wb.All(), shb.All(), gb.All(), k, n, used, tc.shared,
+						NextRounding{Norm: l.g.All(), XQ: l.nq.All(), XS: l.ns.All(), Arrivals: arrivals.All(), Eps: eps, Q8K: tc.q8k})
+					s.Barrier()
+					s.MoEDownX8(tc.typ, l.wqb.All(), l.xq.All(), l.xs.All(), l.xRef.All(), ib.All(), wb.All(), shb.All(), gb.All(), k, n, used, tc.shared)
+					s.Barrier()
+					g := l.g.All()
+					s.QuantizeX8(l.xRef.All(), l.nqRef.All(), l.nsRef.All(), n, 1, X8Input{Norm: &g, Eps: eps, Q8K: tc.q8k})
+					s.Barrier()
+				}
+			})
+			for i, l := range ls {
+				x, xRef := readF32(t, l.x, n), readF32(t, l.xRef, n)
+				for j := range x {
+					if math.Float32bits(x[j]) != math.Float32bits(xRef[j]) {
+						t.Fatalf("layer %d residual %d: %v, moe_down_x8's %v", i, j, x[j], xRef[j])
+					}
+				}
+				sc, scRef := readF32(t, l.ns, n/32*2), readF32(t, l.nsRef, n/32*2)
+				for u := 0; u < n/32; u++ {
+					d, dRef := float64(sc[2*u]), float64(scRef[2*u])
+					if !(math.Abs(d-dRef) <= math.Abs(dRef)*0x1p-20) || dRef == 0 {
+						t.Fatalf("layer %d block %d: scale %v, quantize_x8's %v", i, u, d, dRef)
+					}
+				}
+				q, err := l.nq.ReadU32(0, x8QuantBytes(n)/4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				qRef, err := l.nqRef.ReadU32(0, x8QuantBytes(n)/4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				steps := 0
+				for j := range q {
+					for b := 0; b < 32; b += 8 {
+						a, r := int8(q[j]>>b), int8(qRef[j]>>b)
+						if a != r {
+							if a-r > 1 || r-a > 1 {
+								t.Fatalf("layer %d word %d byte %d: %d, quantize_x8's %d", i, j, b/8, a, r)
+							}
+							steps++
+						}
+					}
+				}
+				t.Logf("layer %d: %d of %d int8 values one step from quantize_x8's", i, steps, n)
+			}
+			left, err := arrivals.ReadU32(0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left[0] != 0 {
+				t.Fatalf("the arrival count is %d after the dispatches, want 0", left[0])
+			}
+		})
+	}
+}
