@@ -92,23 +92,29 @@ type Resident struct {
 	// switch is off); preRounded says the layer's last product left x rounded so in r.xq
 	// (VKLLM_GPU_NEXT_ROUNDS), for the next roundX8 to take instead of rounding it again.
 	nextRound, preRounded *preRounding
-	stage                 *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
-	stagePlans            map[int][]stageStep // per window size: its stagings in order (plannedStagings)
-	stagePlan             []stageStep         // the plan the current recording replays (nil: none)
-	stageRec              *[]stageStep        // where a dry recording collects the stagings
-	stageAt, stageReady   int                 // the current recording's next staging; the one recorded ahead (-1: none)
-	stageReadyBarrier     int                 // the Seq's barrier count when that one was recorded
-	windowEnd             int                 // the last pass's first position plus its rows (setPositions)
-	moe                   moeScratch          // a mixture of experts' routing (nil buffers for a dense model)
-	dn                    deltaScratch        // the Gated-DeltaNet hybrids' (nil buffers for other models)
-	logits                *Buffer             // host-visible: rows × vocab
-	logitRows             int
-	ids, pos, best        *Buffer // host-visible
-	ropeCS                *Buffer // host-visible: rows × ropeDims/2 (cos, sin) pairs
-	ropeTab               []float32
-	ropeDims              int
-	ropeScale             float32
-	ropeStill             []bool // M-RoPE's pairs that text keeps at position 0 (qwen35); nil: none
+	// roundAfterAdd is the rounding the next product adding to r.x (projectX8) makes for the
+	// stage after it, set by its caller (VKLLM_GPU_NEXT_ROUNDS)
+	roundAfterAdd *preRounding
+	// arrivals counts finished workgroups for the kernels whose last workgroup finishes the
+	// stage (0 between dispatches), at arrivalsNext and arrivalsBlocks
+	arrivals            *Buffer
+	stage               *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
+	stagePlans          map[int][]stageStep // per window size: its stagings in order (plannedStagings)
+	stagePlan           []stageStep         // the plan the current recording replays (nil: none)
+	stageRec            *[]stageStep        // where a dry recording collects the stagings
+	stageAt, stageReady int                 // the current recording's next staging; the one recorded ahead (-1: none)
+	stageReadyBarrier   int                 // the Seq's barrier count when that one was recorded
+	windowEnd           int                 // the last pass's first position plus its rows (setPositions)
+	moe                 moeScratch          // a mixture of experts' routing (nil buffers for a dense model)
+	dn                  deltaScratch        // the Gated-DeltaNet hybrids' (nil buffers for other models)
+	logits              *Buffer             // host-visible: rows × vocab
+	logitRows           int
+	ids, pos, best      *Buffer // host-visible
+	ropeCS              *Buffer // host-visible: rows × ropeDims/2 (cos, sin) pairs
+	ropeTab             []float32
+	ropeDims            int
+	ropeScale           float32
+	ropeStill           []bool // M-RoPE's pairs that text keeps at position 0 (qwen35); nil: none
 
 	// the tokens the recurrent layers' state has folded in, and whether that state is unknown
 	// (never cleared, or a pass failed); see rewindTo
@@ -496,6 +502,7 @@ func (r *Resident) allocScratch(window int) error {
 		{&r.att, r.rows * h.QDim(), false}, {&r.gate, r.rows * ff, false}, {&r.up, r.rows * ff, false},
 		{&r.xq, r.rows * max(ff, h.QDim(), h.Dim, h.SSM.ValueDim()), false},
 		{&r.ids, r.rows, true}, {&r.pos, 1, true}, {&r.ropeCS, r.rows * r.ropeDims, true},
+		{&r.arrivals, arrivalsBlocks/4 + h.MoE.Used*((h.MoE.FFN+31)/32), false},
 	}
 	for _, a := range r.deltaScratchAllocs() {
 		allocs = append(allocs, alloc{a.dst, a.n, false})
@@ -522,6 +529,9 @@ func (r *Resident) allocScratch(window int) error {
 		}
 		*a.dst = b
 		r.Bytes.Scratch += b.Size
+	}
+	if err := r.arrivals.WriteU32(0, make([]uint32, r.arrivals.Size/4)); err != nil {
+		return fmt.Errorf("scratch: clear the arrival counts: %w", err)
 	}
 	return r.allocMoEScratch()
 }
@@ -1227,7 +1237,7 @@ func (r *Resident) Close() error {
 	}
 	r.moe.free()
 	r.dn.free()
-	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout, r.routing} {
+	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout, r.routing, r.arrivals} {
 		b.Free()
 	}
 	if r.ownCtx {

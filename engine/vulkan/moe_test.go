@@ -752,6 +752,39 @@ func TestMoEDecodeDownRoundsForTheNextStage(t *testing.T) {
 	}
 }
 
+// A dense decode step's products that add to the residual round it for the next stage
+// (VKLLM_GPU_NEXT_ROUNDS: the attention's or DeltaNet's output product for the FFN, the FFN's
+// down product for the next layer or the head): two barriers fewer a layer, logits within
+// f32-level differences of the rounding stages', on llama (Q8_0 and Q4_0) and the dense qwen35
+// hybrid. Fails if not wired.
+func TestDenseDecodeRoundsForTheNextStage(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 products", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8, on bool) { c.x8, c.nextRounds = x8, on }(c.x8, c.nextRounds)
+	c.x8 = true
+	for _, tc := range []struct {
+		arch string
+		typ  quant.Type
+	}{{"llama", quant.Q8_0}, {"llama", quant.Q4_0}, {"qwen35", quant.Q8_0}} {
+		t.Run(tc.arch+"/"+tc.typ.String(), func(t *testing.T) {
+			m := loadTiny(t, "", tc.arch, tc.typ, 9)
+			kernel := x8Kernel("matvec_x8_", m.Layers[0].Down.Type) + "_n"
+			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.nextRounds = on })
+			if d := barriers[false] - barriers[true]; d != 2*len(m.Layers) {
+				t.Errorf("the decode step has %d barriers with the products rounding for the next stage, %d without: want %d fewer", barriers[true], barriers[false], 2*len(m.Layers))
+			}
+			worst := maxAbsDiff(logits[false], logits[true])
+			if !(worst <= 0.1) {
+				t.Fatalf("logits differ by up to %g from the rounding stages'", worst)
+			}
+			t.Logf("logits within %.2g of the rounding stages'", worst)
+		})
+	}
+}
+
 // A decode step of the models with a shared expert or DeltaNet layers (qwen35moe, qwen2moe, the
 // dense qwen35), on the int8 products, with each of five folds:
 //   - VKLLM_GPU_CONV_FOLD: the DeltaNet's qkv product ends as ssm_conv does (delta_rule_fast

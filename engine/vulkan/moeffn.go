@@ -53,9 +53,6 @@ type moeScratch struct {
 	logits, ids, wts, out *Buffer
 	tiles, sorted         *Buffer // MoEGroup's grouping (uint32)
 	shared, gateLogit     *Buffer // nil without a shared expert
-	// arrivals counts finished workgroups for the kernels whose last workgroup finishes the
-	// stage (0 between dispatches), at arrivalsNext and arrivalsBlocks
-	arrivals *Buffer
 }
 
 // checkMoE reports whether the resident driver can run m's mixture-of-experts layers: their
@@ -243,7 +240,7 @@ func freeWeight(w weight) {
 	}
 }
 
-// The byte offsets of the counts in moeScratch.arrivals, 256 apart (Vulkan's largest
+// The byte offsets of the counts in Resident.arrivals, 256 apart (Vulkan's largest
 // minStorageBufferOffsetAlignment): MatVecNormF32Route's at 0, MoEDownX8RoundNext's, then
 // MoEGateUpX8Rounded's blocks.
 const (
@@ -273,10 +270,6 @@ func (r *Resident) allocMoEScratch() error {
 			n   int
 		}{&ms.gateLogit, r.rows})
 	}
-	allocs = append(allocs, struct {
-		dst **Buffer
-		n   int
-	}{&ms.arrivals, arrivalsBlocks/4 + p.Used*((p.FFN+31)/32)})
 	for _, a := range allocs {
 		b, err := r.c.NewBuffer(uint64(4*a.n), false)
 		if err != nil {
@@ -284,9 +277,6 @@ func (r *Resident) allocMoEScratch() error {
 		}
 		*a.dst = b
 		r.Bytes.Scratch += b.Size
-	}
-	if err := ms.arrivals.WriteU32(0, make([]uint32, ms.arrivals.Size/4)); err != nil {
-		return fmt.Errorf("mixture-of-experts scratch: clear the router's arrival count: %w", err)
 	}
 	if r.captures {
 		b, err := r.c.NewBuffer(uint64(4*len(r.layers)*pairs), false)
@@ -340,7 +330,7 @@ func (r *Resident) Routing(n int) ([][]int, error) {
 }
 
 func (s *moeScratch) free() {
-	for _, b := range []*Buffer{s.logits, s.ids, s.wts, s.out, s.tiles, s.sorted, s.shared, s.gateLogit, s.arrivals} {
+	for _, b := range []*Buffer{s.logits, s.ids, s.wts, s.out, s.tiles, s.sorted, s.shared, s.gateLogit} {
 		b.Free()
 	}
 }
@@ -472,7 +462,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	switch {
 	case routed:
 		s.MatVecNormF32Route(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)),
-			ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)), ms.arrivals.Range(0, 4), dim, p.Experts, p.Used, p.Gating, p.NormWeights, p.WeightsScale, h.NormEps)
+			ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)), r.arrivals.Range(0, 4), dim, p.Experts, p.Used, p.Gating, p.NormWeights, p.WeightsScale, h.NormEps)
 	case normInRouter:
 		s.MatVecNormF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)), dim, p.Experts, h.NormEps)
 		if w.shared != nil {
@@ -522,7 +512,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		x8Block(w.down.typ)%(moeX8RowsOf(w.gate.typ)*r.c.subgroupsPerWorkgroup()) == 0
 	if rounded {
 		sl := w.gate.slices[0]
-		s.MoEGateUpX8Rounded(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), hidQ, hidS, ms.arrivals.Range(arrivalsBlocks, ms.arrivals.Size-arrivalsBlocks), w.upOff,
+		s.MoEGateUpX8Rounded(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), hidQ, hidS, r.arrivals.Range(arrivalsBlocks, r.arrivals.Size-arrivalsBlocks), w.upOff,
 			dim, ff, w.gate.count, p.Used, pairs, x8Q8K(w.down.typ))
 		s.Barrier()
 		stamp("ffn_up")

@@ -337,7 +337,7 @@ func (r *Resident) nextRounding() (next NextRounding, ok bool) {
 		return NextRounding{}, false
 	}
 	qb, sb := uint64(x8QuantBytes(nx.k)), uint64(x8ScaleBytes(nx.k))
-	return NextRounding{Norm: nx.norm, XQ: r.xq.Range(0, qb), XS: r.xq.Range(qb, sb), Arrivals: r.moe.arrivals.Range(arrivalsNext, 4),
+	return NextRounding{Norm: nx.norm, XQ: r.xq.Range(0, qb), XS: r.xq.Range(qb, sb), Arrivals: r.arrivals.Range(arrivalsNext, 4),
 		Eps: r.h.NormEps, Q8K: nx.q8k}, true
 }
 
@@ -374,11 +374,74 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 			r.convEnded = true
 			continue
 		}
+		if next, ok := r.roundsAfter(p); ok {
+			sl := p.w.slices[0]
+			s.MatVecX8RoundNext(p.w.typ, sl.buf.All(), xq, xs, sl.out(p.y, 0, 1, p.yStride), k, sl.rows, next)
+			r.preRounded, r.roundAfterAdd = r.roundAfterAdd, nil
+			continue
+		}
 		for _, sl := range p.w.slices {
 			s.MatVecX8(p.w.typ, sl.buf.All(), xq, xs, sl.out(p.y, 0, 1, p.yStride), k, sl.rows, p.acc)
 		}
 	}
 	return done
+}
+
+// roundsAfter reports whether the one-token product p adds to the whole residual in one
+// dispatch of the plain int8 kernel that can round it for the stage after (r.roundAfterAdd,
+// its caller's request: VKLLM_GPU_NEXT_ROUNDS), and where that rounding goes.
+func (r *Resident) roundsAfter(p projection) (NextRounding, bool) {
+	nx := r.roundAfterAdd
+	dim := r.h.Dim
+	if nx == nil || !r.c.nextRounds || !p.acc || p.y != r.x || len(p.w.slices) != 1 || p.w.slices[0].rows != dim || p.w.slices[0].row0 != 0 ||
+		r.c.x8Dense(p.w.typ) != x8Kernel("matvec_x8_", p.w.typ) || nx.k != dim {
+		return NextRounding{}, false
+	}
+	qb, sb := uint64(x8QuantBytes(dim)), uint64(x8ScaleBytes(dim))
+	return NextRounding{Norm: nx.norm, XQ: r.xq.Range(0, qb), XS: r.xq.Range(qb, sb), Arrivals: r.arrivals.Range(arrivalsNext, 4),
+		Eps: r.h.NormEps, Q8K: nx.q8k}, true
+}
+
+// ffnInputRounding is the normed rounding layer l's dense FFN starts with on the int8 products
+// (its gate and up over RMSNorm(x)·ffn_norm), nil for a mixture of experts (whose router
+// stage rounds beside the router) or where they do not take the int8 products.
+func (r *Resident) ffnInputRounding(l *layerWeights) *preRounding {
+	dim := r.h.Dim
+	if l.moe != nil || l.gate.typ != l.up.typ || !r.takesX8(dim, 1, []projection{{l.gate, r.gate, r.h.FFN, false}, {l.up, r.up, r.h.FFN, false}}) {
+		return nil
+	}
+	return &preRounding{norm: l.ffnNorm.buf.All(), q8k: x8Q8K(l.gate.typ), k: dim}
+}
+
+// MatVecX8RoundNext records MatVecX8 adding to y (the residual, n = its length), then, in the
+// last workgroup to finish, y normalized and rounded as next says (matvec_x8_<t>_n), as
+// MoEDownX8RoundNext does for the experts' down products. The plain kernel only.
+func (s *Seq) MatVecX8RoundNext(t quant.Type, w, xq, xs, y Binding, k, n int, next NextRounding) {
+	nr, ok := x8Rows[t]
+	block := 32
+	if next.Q8K {
+		block = 256
+	}
+	if !ok || k%blockElems(t) != 0 || n%block != 0 || next.Norm.Size < uint64(4*n) || next.XQ.Size < uint64(x8QuantBytes(n)) ||
+		next.XS.Size < uint64(x8ScaleBytes(n)) || next.Arrivals.Size < 4 {
+		s.fail(fmt.Errorf("matvec_x8 rounding the residual: %v %dx%d in %d-blocks: no kernel, not whole blocks, or a binding too small", t, n, k, block))
+		return
+	}
+	rowBytes, err := t.RowBytes(k)
+	if err != nil || w.Size < uint64(rowBytes*n) || y.Size < uint64(4*n) {
+		s.fail(fmt.Errorf("matvec_x8 rounding the residual: %v %dx%d: a binding is too small", t, n, k))
+		return
+	}
+	kern := s.kernel(x8Kernel("matvec_x8_", t)+"_n", 8, 32)
+	if kern == nil {
+		return
+	}
+	rows, share, gx, gy := s.c.decodeRowGrid(nr, n)
+	q8k := uint32(0)
+	if next.Q8K {
+		q8k = 1
+	}
+	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, uint32(1), share, next.Eps, q8k), gx, gy, 1, w, xq, xs, y, next.Norm, next.XQ, next.XS, next.Arrivals)
 }
 
 // moeX8Rows is moe_matvec_x8's NR: the rows of one pair a subgroup takes (one for Q4_K,

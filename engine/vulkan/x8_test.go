@@ -1008,3 +1008,90 @@ func TestMoEDownX8RoundNextEqualsDownThenQuantizeX8(t *testing.T) {
 		})
 	}
 }
+
+// The plain int8 product that rounds the residual it adds to for the next stage
+// (matvec_x8_<t>_n, VKLLM_GPU_NEXT_ROUNDS on dense layers) adds the same values as matvec_x8,
+// bit for bit, and leaves x rounded as quantize_x8 with the norm rounds it, within the bounds
+// of TestMoEDownX8RoundNextEqualsDownThenQuantizeX8; Q4_0 (four rows a subgroup), Q4_K, Q8_0
+// and IQ2_XXS, residuals of 512 and 640 rows; two products in one command.
+func TestMatVecX8RoundNextEqualsProductThenQuantizeX8(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
+	}
+	const k, layers, eps = 256, 2, 1e-6
+	for _, tc := range []struct {
+		typ quant.Type
+		n   int
+		q8k bool
+	}{{quant.Q4_0, 640, false}, {quant.Q4_K, 512, true}, {quant.Q8_0, 512, true}, {quant.IQ2_XXS, 512, false}} {
+		t.Run(fmt.Sprintf("%v/n%d/q8k=%v", tc.typ, tc.n, tc.q8k), func(t *testing.T) {
+			n := tc.n
+			rng := rand.New(rand.NewSource(int64(tc.typ)*5 + int64(n)))
+			arrivals := uploadU32(t, c, []uint32{0})
+			type layer struct{ w, xq, xs, y, yRef, g, nq, ns, nqRef, nsRef *Buffer }
+			ls := make([]layer, layers)
+			for i := range ls {
+				l := &ls[i]
+				wq, _ := moeTestWeights(t, rng, tc.typ, k, n, 1)
+				l.w = uploadBytes(t, c, wq)
+				xb := upload(t, c, randVec(rng, k, 1))
+				l.xq, l.xs = uploadBytes(t, c, make([]byte, x8QuantBytes(k))), uploadBytes(t, c, make([]byte, x8ScaleBytes(k)))
+				run(t, c, func(s *Seq) { s.QuantizeX8(xb.All(), l.xq.All(), l.xs.All(), k, 1, X8Input{Q8K: x8Q8K(tc.typ)}) })
+				y := randVec(rng, n, 1)
+				l.y, l.yRef, l.g = upload(t, c, y), upload(t, c, y), upload(t, c, randVec(rng, n, 1))
+				l.nq, l.ns = uploadBytes(t, c, make([]byte, x8QuantBytes(n))), uploadBytes(t, c, make([]byte, x8ScaleBytes(n)))
+				l.nqRef, l.nsRef = uploadBytes(t, c, make([]byte, x8QuantBytes(n))), uploadBytes(t, c, make([]byte, x8ScaleBytes(n)))
+			}
+			run(t, c, func(s *Seq) {
+				for _, l := range ls {
+					s.MatVecX8RoundNext(tc.typ, l.w.All(), l.xq.All(), l.xs.All(), l.y.All(), k, n,
+						NextRounding{Norm: l.g.All(), XQ: l.nq.All(), XS: l.ns.All(), Arrivals: arrivals.All(), Eps: eps, Q8K: tc.q8k})
+					s.Barrier()
+					s.matVecX8(x8Kernel("matvec_x8_", tc.typ), x8Rows[tc.typ], l.w.All(), l.xq.All(), l.xs.All(), l.yRef.All(), k, n, true)
+					s.Barrier()
+					g := l.g.All()
+					s.QuantizeX8(l.yRef.All(), l.nqRef.All(), l.nsRef.All(), n, 1, X8Input{Norm: &g, Eps: eps, Q8K: tc.q8k})
+					s.Barrier()
+				}
+			})
+			for i, l := range ls {
+				y, yRef := readF32(t, l.y, n), readF32(t, l.yRef, n)
+				for j := range y {
+					if math.Float32bits(y[j]) != math.Float32bits(yRef[j]) {
+						t.Fatalf("layer %d residual %d: %v, matvec_x8's %v", i, j, y[j], yRef[j])
+					}
+				}
+				sc, scRef := readF32(t, l.ns, n/32*2), readF32(t, l.nsRef, n/32*2)
+				for u := 0; u < n/32; u++ {
+					d, dRef := float64(sc[2*u]), float64(scRef[2*u])
+					if !(math.Abs(d-dRef) <= math.Abs(dRef)*0x1p-20) || dRef == 0 {
+						t.Fatalf("layer %d block %d: scale %v, quantize_x8's %v", i, u, d, dRef)
+					}
+				}
+				q, err := l.nq.ReadU32(0, x8QuantBytes(n)/4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				qRef, err := l.nqRef.ReadU32(0, x8QuantBytes(n)/4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j := range q {
+					for b := 0; b < 32; b += 8 {
+						if a, r := int8(q[j]>>b), int8(qRef[j]>>b); a-r > 1 || r-a > 1 {
+							t.Fatalf("layer %d word %d byte %d: %d, quantize_x8's %d", i, j, b/8, a, r)
+						}
+					}
+				}
+			}
+			left, err := arrivals.ReadU32(0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left[0] != 0 {
+				t.Fatalf("the arrival count is %d after the dispatches, want 0", left[0])
+			}
+		})
+	}
+}
