@@ -53,6 +53,7 @@ func (c *Context) selectNumericTier() {
 	c.routeFused = config.GPURouteFused.Bool()
 	c.expertRounds = config.GPUExpertRounds.Bool()
 	c.nextRounds = config.GPUNextRounds.Bool()
+	c.argmaxWide = config.GPUArgmaxWide.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
 	c.swigluF32 = config.GPUSwiGLUF32.Bool()
 	c.deltaRounds = config.GPUDeltaRounds.Bool()

@@ -447,6 +447,37 @@ func (s *Seq) Argmax(x, out Binding, n int) {
 	s.Dispatch(kern, Push(uint32(n)), 1, 1, 1, x, out)
 }
 
+// argmaxChunk is the elements an argmax_wide workgroup scans (256 threads, 8 loads each in
+// flight), argmaxMaxParts the most workgroups (the parts buffer's entries).
+const (
+	argmaxChunk    = 2048
+	argmaxMaxParts = 256
+)
+
+// ArgmaxWide records out[0] = the index of the largest of x's n values (the lowest on ties)
+// over up to argmaxMaxParts workgroups, whose bests go to parts (8 bytes each) and the last of
+// which combines them (argmax_wide); arrivals is a 4-byte count, 0 before and left 0.
+func (s *Seq) ArgmaxWide(x, out, parts, arrivals Binding, n int) {
+	if n <= 0 {
+		s.fail(fmt.Errorf("argmax of %d values", n))
+		return
+	}
+	chunk := argmaxChunk
+	if groups := (n + chunk - 1) / chunk; groups > argmaxMaxParts {
+		chunk = ((n+argmaxMaxParts-1)/argmaxMaxParts + 255) / 256 * 256
+	}
+	groups := (n + chunk - 1) / chunk
+	if x.Size < uint64(4*n) || out.Size < 4 || parts.Size < uint64(8*groups) || arrivals.Size < 4 {
+		s.fail(fmt.Errorf("argmax of %d values over %d workgroups: a binding is too small", n, groups))
+		return
+	}
+	kern := s.kernel("argmax_wide", 4, 8)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(n), uint32(chunk)), uint32(groups), 1, 1, x, out, parts, arrivals)
+}
+
 // Activation rounding modes of the quantact shader.
 const (
 	actNone = 0 // F32 weights: activations used as they are

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/quant"
@@ -709,4 +710,115 @@ func unsafeF32(b []byte) []float32 {
 		out[i] = math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
 	}
 	return out
+}
+
+// argmax_wide (a decode step's greedy token over many workgroups) finds the first of the
+// largest values as the one-workgroup argmax does: lengths from 1 to past 256 workgroups of
+// 2048 (Qwen3's 151936 and Qwen3.5's 248320 vocabularies), each with its largest value
+// planted twice, in two workgroups' ranges, and at the very end; three lengths in one command
+// (the last workgroup resets the arrival count, read back as 0).
+func TestArgmaxWideFindsTheFirstLargest(t *testing.T) {
+	c := ctxOrSkip(t)
+	rng := rand.New(rand.NewSource(11))
+	cases := []int{1, 7, 256, 2047, 2048, 2049, 32000, 151936, 248320, 600001}
+	for start := 0; start < len(cases); start += 3 {
+		group := cases[start:min(start+3, len(cases))]
+		arrivals := uploadU32(t, c, []uint32{0})
+		type argRun struct {
+			n                      int
+			x                      []float32
+			xb, out, outOld, parts *Buffer
+			want                   int
+		}
+		runs := make([]argRun, len(group))
+		for i, n := range group {
+			x := randVec(rng, n, 1)
+			want := 0
+			if n > 1 {
+				hi := float32(10)
+				second := n - 1 // a tie after the first, in a later workgroup where there is one
+				first := rng.Intn(n)
+				if first == second {
+					first = 0
+				}
+				if first > second {
+					first, second = second, first
+				}
+				x[first], x[second] = hi, hi
+				want = first
+			}
+			runs[i] = argRun{n: n, x: x, xb: upload(t, c, x), out: uploadU32(t, c, []uint32{0xdead}), outOld: uploadU32(t, c, []uint32{0xdead}),
+				parts: upload(t, c, make([]float32, 2*argmaxMaxParts)), want: want}
+		}
+		run(t, c, func(s *Seq) {
+			for _, r := range runs {
+				s.ArgmaxWide(r.xb.All(), r.out.All(), r.parts.All(), arrivals.All(), r.n)
+				s.Argmax(r.xb.All(), r.outOld.All(), r.n)
+				s.Barrier()
+			}
+		})
+		for _, r := range runs {
+			got, err := r.out.ReadU32(0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old, err := r.outOld.ReadU32(0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int(got[0]) != r.want || old[0] != got[0] {
+				t.Fatalf("%d values: argmax_wide %d, argmax %d, want %d", r.n, got[0], old[0], r.want)
+			}
+		}
+		left, err := arrivals.ReadU32(0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left[0] != 0 {
+			t.Fatalf("the arrival count is %d after the dispatches, want 0", left[0])
+		}
+	}
+}
+
+// A decode step's greedy token comes from argmax_wide (VKLLM_GPU_ARGMAX_WIDE) and equals the
+// argmax of the logits it returns, and the one-workgroup argmax's token. Fails if not wired.
+func TestGreedyDecodeTakesTheWideArgmax(t *testing.T) {
+	c := ctxOrSkip(t)
+	defer func(on bool) { c.argmaxWide = on }(c.argmaxWide)
+	m := loadTiny(t, "", "llama", quant.Q8_0, 3)
+	tokens := map[bool][]int{}
+	for _, on := range []bool{false, true} {
+		c.argmaxWide = on
+		forgetKernels(c, "argmax_wide")
+		r, err := NewResident(c, m, ResidentOptions{Context: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := 1
+		for pos := 0; pos < 6; pos++ {
+			next, err := r.Greedy(tok, pos)
+			if err != nil {
+				r.Close()
+				t.Fatal(err)
+			}
+			lg, err := r.logits.ReadF32(0, m.Hyper.VocabSize)
+			if err != nil {
+				r.Close()
+				t.Fatal(err)
+			}
+			if want := slices.Index(lg, slices.Max(lg)); next != want {
+				r.Close()
+				t.Fatalf("argmax_wide %v, position %d: greedy token %d, the logits' first largest is %d", on, pos, next, want)
+			}
+			tokens[on] = append(tokens[on], next)
+			tok = next
+		}
+		r.Close()
+		if _, made := c.kernels["argmax_wide"]; made != on {
+			t.Fatalf("switch %v: made argmax_wide %v", on, made)
+		}
+	}
+	if !slices.Equal(tokens[false], tokens[true]) {
+		t.Fatalf("greedy tokens %v with argmax_wide, %v without", tokens[true], tokens[false])
+	}
 }

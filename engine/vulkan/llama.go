@@ -95,6 +95,7 @@ type Resident struct {
 	// roundAfterAdd is the rounding the next product adding to r.x (projectX8) makes for the
 	// stage after it, set by its caller (VKLLM_GPU_NEXT_ROUNDS)
 	roundAfterAdd *preRounding
+	argParts      *Buffer // ArgmaxWide's per-workgroup bests
 	// arrivals counts finished workgroups for the kernels whose last workgroup finishes the
 	// stage (0 between dispatches), at arrivalsNext and arrivalsBlocks
 	arrivals            *Buffer
@@ -514,7 +515,7 @@ func (r *Resident) allocScratch(window int) error {
 		allocs = append(allocs, alloc{&r.attPart, r.c.attentionPartialFloats(r.rows, h.Heads, h.HeadsKV, h.HeadDim, r.ctxLen), false})
 	}
 	if r.hasHead {
-		allocs = append(allocs, alloc{&r.logits, r.logitRows * h.VocabSize, true}, alloc{&r.best, 1, true})
+		allocs = append(allocs, alloc{&r.logits, r.logitRows * h.VocabSize, true}, alloc{&r.best, 1, true}, alloc{&r.argParts, 2 * argmaxMaxParts, false})
 	}
 	if r.part {
 		allocs = append(allocs, alloc{&r.hin, r.rows * h.Dim, true})
@@ -827,7 +828,11 @@ func (r *Resident) recordDecode() error {
 		if r.prof {
 			s.Stamp("head")
 		}
-		s.Argmax(r.logits.Range(0, uint64(4*r.h.VocabSize)), r.best.All(), r.h.VocabSize)
+		if r.c.argmaxWide {
+			s.ArgmaxWide(r.logits.Range(0, uint64(4*r.h.VocabSize)), r.best.All(), r.argParts.All(), r.arrivals.Range(arrivalsArgmax, 4), r.h.VocabSize)
+		} else {
+			s.Argmax(r.logits.Range(0, uint64(4*r.h.VocabSize)), r.best.All(), r.h.VocabSize)
+		}
 	}
 	if err := s.End(); err != nil {
 		s.Free()
@@ -1237,7 +1242,7 @@ func (r *Resident) Close() error {
 	}
 	r.moe.free()
 	r.dn.free()
-	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout, r.routing, r.arrivals} {
+	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout, r.routing, r.arrivals, r.argParts} {
 		b.Free()
 	}
 	if r.ownCtx {

@@ -241,11 +241,13 @@ func freeWeight(w weight) {
 }
 
 // The byte offsets of the counts in Resident.arrivals, 256 apart (Vulkan's largest
-// minStorageBufferOffsetAlignment): MatVecNormF32Route's at 0, MoEDownX8RoundNext's, then
-// MoEGateUpX8Rounded's blocks.
+// minStorageBufferOffsetAlignment): MatVecNormF32Route's at 0, the rounding for the next
+// stage's (MoEDownX8RoundNext, MatVecX8RoundNext), ArgmaxWide's, then MoEGateUpX8Rounded's
+// blocks.
 const (
 	arrivalsNext   = 256
-	arrivalsBlocks = 512
+	arrivalsArgmax = 512
+	arrivalsBlocks = 768
 )
 
 // allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).
