@@ -584,7 +584,7 @@ func (r *Resident) moeDownX8(s *Seq, w *moeWeights, hidQ, hidS, sh, g Binding) {
 	h, ms := r.h, &r.moe
 	p := h.MoE
 	x := r.x.Range(0, uint64(4*h.Dim))
-	if next, ok := r.nextRounding(); ok {
+	if next, ok := r.nextRounding(r.nextRound); ok {
 		s.MoEDownX8RoundNext(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, x, ms.ids.All(), ms.wts.All(), sh, g, p.FFN, h.Dim, p.Used, w.shared != nil, next)
 		r.preRounded = r.nextRound
 		return

@@ -329,11 +329,10 @@ func (r *Resident) inputRounding(j int) *preRounding {
 	return &preRounding{norm: g.buf.All(), q8k: x8Q8K(t), k: dim}
 }
 
-// nextRounding is the residual's rounding a MoE decode step's down products make for the next
-// stage (r.nextRound), in roundX8's place in r.xq; ok is false where there is none.
-func (r *Resident) nextRounding() (next NextRounding, ok bool) {
-	nx := r.nextRound
-	if nx == nil || !r.c.nextRounds {
+// nextRounding is where a product adding to the residual makes the rounding nx for the stage
+// after it: roundX8's place in r.xq; ok is false where there is none to make.
+func (r *Resident) nextRounding(nx *preRounding) (next NextRounding, ok bool) {
+	if nx == nil || !r.c.nextRounds || nx.k != r.h.Dim {
 		return NextRounding{}, false
 	}
 	qb, sb := uint64(x8QuantBytes(nx.k)), uint64(x8ScaleBytes(nx.k))
@@ -391,15 +390,11 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 // dispatch of the plain int8 kernel that can round it for the stage after (r.roundAfterAdd,
 // its caller's request: VKLLM_GPU_NEXT_ROUNDS), and where that rounding goes.
 func (r *Resident) roundsAfter(p projection) (NextRounding, bool) {
-	nx := r.roundAfterAdd
-	dim := r.h.Dim
-	if nx == nil || !r.c.nextRounds || !p.acc || p.y != r.x || len(p.w.slices) != 1 || p.w.slices[0].rows != dim || p.w.slices[0].row0 != 0 ||
-		r.c.x8Dense(p.w.typ) != x8Kernel("matvec_x8_", p.w.typ) || nx.k != dim {
+	if !p.acc || p.y != r.x || len(p.w.slices) != 1 || p.w.slices[0].rows != r.h.Dim || p.w.slices[0].row0 != 0 ||
+		r.c.x8Dense(p.w.typ) != x8Kernel("matvec_x8_", p.w.typ) {
 		return NextRounding{}, false
 	}
-	qb, sb := uint64(x8QuantBytes(dim)), uint64(x8ScaleBytes(dim))
-	return NextRounding{Norm: nx.norm, XQ: r.xq.Range(0, qb), XS: r.xq.Range(qb, sb), Arrivals: r.arrivals.Range(arrivalsNext, 4),
-		Eps: r.h.NormEps, Q8K: nx.q8k}, true
+	return r.nextRounding(r.roundAfterAdd)
 }
 
 // ffnInputRounding is the normed rounding layer l's dense FFN starts with on the int8 products
