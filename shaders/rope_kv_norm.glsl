@@ -33,33 +33,10 @@ layout(push_constant) uniform P {
 shared float hv[256]; // the head, normalized
 shared float part[64];
 
+#include "rope_rotate.glsl"
+
 // rotated returns element j of the normalized head in hv rotated for token t (rope_kv's).
-float rotated(uint j, uint t) {
-    uint half_ = p.ropeDim / 2u;
-    if (j >= p.ropeDim) return hv[j];
-    bool first;
-    uint i, a, b;
-    if (p.neox != 0u) {
-        first = j < half_;
-        i = first ? j : j - half_;
-        a = i;
-        b = i + half_;
-    } else {
-        first = (j & 1u) == 0u;
-        i = j / 2u;
-        a = 2u * i;
-        b = a + 1u;
-    }
-    float c = cs[2u * (t * half_ + i)], s = cs[2u * (t * half_ + i) + 1u];
-    float x0 = hv[a], x1 = hv[b];
-    precise float x0c = x0 * c;
-    precise float x1s = x1 * s;
-    precise float x0s = x0 * s;
-    precise float x1c = x1 * c;
-    precise float ya = x0c - x1s;
-    precise float yb = x0s + x1c;
-    return first ? ya : yb;
-}
+float rotated(uint j, uint t) { return ropeRotated(j, t, p.ropeDim, p.neox != 0u); }
 
 void main() {
     uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;

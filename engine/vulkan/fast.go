@@ -54,6 +54,7 @@ func (c *Context) selectNumericTier() {
 	c.expertRounds = config.GPUExpertRounds.Bool()
 	c.nextRounds = config.GPUNextRounds.Bool()
 	c.argmaxWide = config.GPUArgmaxWide.Bool()
+	c.ropeNormFold = config.GPURopeNormFold.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
 	c.swigluF32 = config.GPUSwiGLUF32.Bool()
 	c.deltaRounds = config.GPUDeltaRounds.Bool()
