@@ -55,6 +55,7 @@ func (c *Context) selectNumericTier() {
 	c.nextRounds = config.GPUNextRounds.Bool()
 	c.argmaxWide = config.GPUArgmaxWide.Bool()
 	c.ropeNormFold = config.GPURopeNormFold.Bool()
+	c.deviceLogits = config.GPUDeviceLogits.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
 	c.swigluF32 = config.GPUSwiGLUF32.Bool()
 	c.deltaRounds = config.GPUDeltaRounds.Bool()

@@ -822,3 +822,68 @@ func TestGreedyDecodeTakesTheWideArgmax(t *testing.T) {
 		t.Fatalf("greedy tokens %v with argmax_wide, %v without", tokens[true], tokens[false])
 	}
 }
+
+// With VKLLM_GPU_DEVICE_LOGITS a decode step's head writes its logits into device memory, the
+// argmax reads them there and a copy brings them to the host-visible buffer: the same logits
+// and greedy tokens as the head writing to the host, and the device buffer holding them.
+// Fails if not wired.
+func TestDecodeLogitsInDeviceMemory(t *testing.T) {
+	c := ctxOrSkip(t)
+	defer func(on bool) { c.deviceLogits = on }(c.deviceLogits)
+	m := loadTiny(t, "", "llama", quant.Q8_0, 4)
+	vocab := m.Hyper.VocabSize
+	type result struct {
+		tokens []int
+		logits []float32
+	}
+	results := map[bool]result{}
+	for _, on := range []bool{false, true} {
+		c.deviceLogits = on
+		r, err := NewResident(c, m, ResidentOptions{Context: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res result
+		tok := 3
+		for pos := 0; pos < 5; pos++ {
+			next, err := r.Greedy(tok, pos)
+			if err != nil {
+				r.Close()
+				t.Fatal(err)
+			}
+			lg, err := r.logits.ReadF32(0, vocab)
+			if err != nil {
+				r.Close()
+				t.Fatal(err)
+			}
+			if on {
+				if r.logitsDev == nil {
+					r.Close()
+					t.Fatal("the switch is on but the runner holds no device logits")
+				}
+				dev, err := r.logitsDev.ReadF32(0, vocab)
+				if err != nil {
+					r.Close()
+					t.Fatal(err)
+				}
+				if !slices.Equal(dev, lg) {
+					r.Close()
+					t.Fatalf("position %d: the device logits differ from the host's copy", pos)
+				}
+			}
+			res.tokens = append(res.tokens, next)
+			res.logits = append(res.logits, lg...)
+			tok = next
+		}
+		r.Close()
+		results[on] = res
+	}
+	if !slices.Equal(results[false].tokens, results[true].tokens) {
+		t.Fatalf("greedy tokens %v with device logits, %v without", results[true].tokens, results[false].tokens)
+	}
+	for i := range results[false].logits {
+		if math.Float32bits(results[false].logits[i]) != math.Float32bits(results[true].logits[i]) {
+			t.Fatalf("logit %d: %v with device logits, %v without", i, results[true].logits[i], results[false].logits[i])
+		}
+	}
+}

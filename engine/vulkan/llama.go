@@ -96,6 +96,9 @@ type Resident struct {
 	// stage after it, set by its caller (VKLLM_GPU_NEXT_ROUNDS)
 	roundAfterAdd *preRounding
 	argParts      *Buffer // ArgmaxWide's per-workgroup bests
+	// logitsDev holds a decode step's logits in device memory (VKLLM_GPU_DEVICE_LOGITS; nil
+	// otherwise); headOut is where the head being recorded writes (nil: r.logits)
+	logitsDev, headOut *Buffer
 	// arrivals counts finished workgroups for the kernels whose last workgroup finishes the
 	// stage (0 between dispatches), at arrivalsNext and arrivalsBlocks
 	arrivals            *Buffer
@@ -516,6 +519,9 @@ func (r *Resident) allocScratch(window int) error {
 	}
 	if r.hasHead {
 		allocs = append(allocs, alloc{&r.logits, r.logitRows * h.VocabSize, true}, alloc{&r.best, 1, true}, alloc{&r.argParts, 2 * argmaxMaxParts, false})
+		if r.c.deviceLogits {
+			allocs = append(allocs, alloc{&r.logitsDev, h.VocabSize, false})
+		}
 	}
 	if r.part {
 		allocs = append(allocs, alloc{&r.hin, r.rows * h.Dim, true})
@@ -807,6 +813,9 @@ func (r *Resident) head(s *Seq, first, count int) {
 
 // headProjection is the output projection into the logits.
 func (r *Resident) headProjection() projection {
+	if r.headOut != nil {
+		return projection{r.output, r.headOut, r.h.VocabSize, false}
+	}
 	return projection{r.output, r.logits, r.h.VocabSize, false}
 }
 
@@ -823,15 +832,31 @@ func (r *Resident) recordDecode() error {
 	}
 	r.record(s, 1)
 	if r.hasHead {
+		// the head writes the logits into device memory, copied to the host's after the argmax
+		// has read them there (VKLLM_GPU_DEVICE_LOGITS), or straight into host-visible memory
+		logits := r.logits
+		if r.c.deviceLogits && r.logitsDev != nil {
+			logits = r.logitsDev
+		}
+		r.headOut = logits
 		r.head(s, 0, 1)
+		r.headOut = nil
 		s.Barrier()
 		if r.prof {
 			s.Stamp("head")
 		}
+		vocab := uint64(4 * r.h.VocabSize)
 		if r.c.argmaxWide {
-			s.ArgmaxWide(r.logits.Range(0, uint64(4*r.h.VocabSize)), r.best.All(), r.argParts.All(), r.arrivals.Range(arrivalsArgmax, 4), r.h.VocabSize)
+			s.ArgmaxWide(logits.Range(0, vocab), r.best.All(), r.argParts.All(), r.arrivals.Range(arrivalsArgmax, 4), r.h.VocabSize)
 		} else {
-			s.Argmax(r.logits.Range(0, uint64(4*r.h.VocabSize)), r.best.All(), r.h.VocabSize)
+			s.Argmax(logits.Range(0, vocab), r.best.All(), r.h.VocabSize)
+		}
+		if logits != r.logits {
+			s.Copy(logits, 0, r.logits, 0, vocab)
+		}
+		if r.prof {
+			s.Barrier()
+			s.Stamp("argmax")
 		}
 	}
 	if err := s.End(); err != nil {
@@ -1242,7 +1267,7 @@ func (r *Resident) Close() error {
 	}
 	r.moe.free()
 	r.dn.free()
-	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout, r.routing, r.arrivals, r.argParts} {
+	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout, r.routing, r.arrivals, r.argParts, r.logitsDev} {
 		b.Free()
 	}
 	if r.ownCtx {
