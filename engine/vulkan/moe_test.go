@@ -640,6 +640,7 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
 	}
 	withTier(t, c, false)
+	withoutStageFolds(t, c)
 	defer func(x8, on bool) { c.x8, c.routerNorm = x8, on }(c.x8, c.routerNorm)
 	c.x8 = true
 	m := loadTiny(t, "", "qwen3moe", quant.Q4_K, 9)
@@ -814,6 +815,7 @@ func TestHybridAndSharedExpertDecodeFolds(t *testing.T) {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 products", c.Info.Name)
 	}
 	withTier(t, c, false)
+	withoutStageFolds(t, c)
 	defer func(x8, normF32, sharedX8, convFold, gateFolds, deltaRounds bool) {
 		c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds, c.deltaRounds = x8, normF32, sharedX8, convFold, gateFolds, deltaRounds
 	}(c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds, c.deltaRounds)
