@@ -825,7 +825,7 @@ func (r *Resident) recordDecode() error {
 		return err
 	}
 	if r.prof {
-		if err := s.EnableTimestamps(16 + 10*len(r.layers)); err != nil {
+		if err := s.EnableTimestamps(16 + 16*len(r.layers)); err != nil {
 			s.Free()
 			return err
 		}
@@ -1033,7 +1033,7 @@ func (r *Resident) profile(wall time.Duration) {
 // bottom; profileStages puts any other stage a forward stamps (the DeltaNet layers' ssm_conv and
 // delta_rule, ...) after them, sorted, so that every stamped stage is printed.
 var profileOrder = []string{"start", "embed", "norm", "qkv", "ssm_conv", "delta_rule", "rope_kv", "attention", "attn_out",
-	"router", "route", "ffn_up", "swiglu", "ffn_down", "head", "wall"}
+	"router", "route", "group", "ffn_up", "swiglu", "ffn_down", "head", "argmax", "wall"}
 
 func profileStages(tm map[string]float64) []string {
 	var keys []string
@@ -1062,7 +1062,7 @@ func (r *Resident) prefill(n int, all, last bool) ([]float32, error) {
 	}
 	defer s.Free()
 	if r.prof {
-		if err := s.EnableTimestamps(16 + 10*len(r.layers)); err != nil {
+		if err := s.EnableTimestamps(16 + 16*len(r.layers)); err != nil {
 			return nil, err
 		}
 	}

@@ -69,6 +69,10 @@ func BenchmarkMoEExperts(b *testing.B) {
 				s.Barrier()
 				s.MoEGEMM(typ, down.All(), g.All(), o.All(), tiles.All(), sorted.All(), ff, dim, 0, ne, used, pairs, ne, true, ff, dim)
 			}) / 1e3
+			if m > 1 && typ == quant.Q4_K { // the grouping alone (one workgroup), once
+				group := bestNsPerRep(b, c, reps, func(s *Seq) { s.MoEGroup(idb.All(), tiles.All(), sorted.All(), pairs, ne) }) / 1e3
+				b.Logf("moe_group of %d pairs over %d experts: %.0f us (with its barrier)", pairs, ne, group)
+			}
 			if m == 1 {
 				bytes := float64(used * (2*upRow*ff + downRow*dim))
 				b.Logf("%v decode: %.1f us for 8 experts' gate, up and down, %.0f GB/s of expert weights", typ, best, bytes/best/1e3)
