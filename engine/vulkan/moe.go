@@ -25,31 +25,42 @@ const (
 // first), following the gating, the renormalisation (norm) and the scale as engine/cpu's route
 // does.
 func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating model.Gating, norm bool, scale float32) {
-	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) || m <= 0 {
-		s.fail(fmt.Errorf("moe route: %d of %d experts for %d tokens (at most %d experts, %d used)", used, experts, m, moeMaxExperts, moeMaxUsed))
+	if m <= 0 {
+		s.fail(fmt.Errorf("moe route: %d of %d experts for %d tokens", used, experts, m))
 		return
 	}
-	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
-		s.fail(fmt.Errorf("moe route: gating %v has no kernel", gating))
-		return
-	}
-	if !s.c.Info.Features[FeatureSubgroupArith] {
-		s.fail(fmt.Errorf("moe route: device %q has no subgroup arithmetic in compute shaders, which the router's reductions use", s.c.Info.Name))
+	if err := s.checkRoute(experts, used, gating); err != nil {
+		s.fail(fmt.Errorf("moe route: %w", err))
 		return
 	}
 	kern := s.kernel("moe_route", 3, 24)
 	if kern == nil {
 		return
 	}
-	nrm := uint32(0)
-	if norm {
-		nrm = 1
-	}
-	if scale == 0 {
-		scale = 1
-	}
 	gx, gy := grid1D(m)
-	s.Dispatch(kern, Push(uint32(experts), uint32(used), uint32(m), uint32(gating), nrm, scale), gx, gy, 1, logits, ids, wts)
+	s.Dispatch(kern, Push(uint32(experts), uint32(used), uint32(m), uint32(gating), norm, routeScale(scale)), gx, gy, 1, logits, ids, wts)
+}
+
+// checkRoute reports why moe_route.glsl cannot route used of experts by gating on this device.
+func (s *Seq) checkRoute(experts, used int, gating model.Gating) error {
+	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) {
+		return fmt.Errorf("%d of %d experts (at most %d experts, %d used)", used, experts, moeMaxExperts, moeMaxUsed)
+	}
+	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
+		return fmt.Errorf("gating %v has no kernel", gating)
+	}
+	if !s.c.Info.Features[FeatureSubgroupArith] {
+		return fmt.Errorf("device %q has no subgroup arithmetic in compute shaders, which the router's reductions use", s.c.Info.Name)
+	}
+	return nil
+}
+
+// routeScale is the factor the routing kernels put on the weights: scale, 1 for none (0).
+func routeScale(scale float32) float32 {
+	if scale == 0 {
+		return 1
+	}
+	return scale
 }
 
 // MatVecNormF32Route records a decode step's router and routing in one dispatch
@@ -63,27 +74,16 @@ func (s *Seq) MatVecNormF32Route(w, x, g, logits, ids, wts, arrivals Binding, k,
 		s.fail(fmt.Errorf("router with its routing: %d experts of %d (a multiple of 4), %d used: a binding is too small", experts, k, used))
 		return
 	}
-	if experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) {
-		s.fail(fmt.Errorf("router with its routing: %d of %d experts (at most %d experts, %d used)", used, experts, moeMaxExperts, moeMaxUsed))
-		return
-	}
-	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
-		s.fail(fmt.Errorf("router with its routing: gating %v has no kernel", gating))
+	if err := s.checkRoute(experts, used, gating); err != nil {
+		s.fail(fmt.Errorf("router with its routing: %w", err))
 		return
 	}
 	kern := s.kernel("matvec_norm_f32_route", 7, 28)
 	if kern == nil {
 		return
 	}
-	nrm := uint32(0)
-	if norm {
-		nrm = 1
-	}
-	if scale == 0 {
-		scale = 1
-	}
 	rows := max(1, s.c.subgroupsPerWorkgroup()/2) // a row per subgroup of 64 threads
-	s.Dispatch(kern, Push(uint32(k), uint32(experts), eps, uint32(used), uint32(gating), nrm, scale), uint32((experts+rows-1)/rows), 1, 1,
+	s.Dispatch(kern, Push(uint32(k), uint32(experts), eps, uint32(used), uint32(gating), norm, routeScale(scale)), uint32((experts+rows-1)/rows), 1, 1,
 		w, x, g, logits, ids, wts, arrivals)
 }
 

@@ -101,7 +101,8 @@ func (b *Buffer) All() Binding { return Binding{Buf: b, Size: b.Size} }
 // Range binds size bytes at off.
 func (b *Buffer) Range(off, size uint64) Binding { return Binding{Buf: b, Off: off, Size: size} }
 
-// Push packs push constants: uint32, int, int32 and float32 values, 4 bytes each.
+// Push packs push constants: uint32, int, int32, float32 and bool (1 or 0) values, 4 bytes
+// each.
 func Push(vals ...any) []byte {
 	out := make([]byte, 0, 4*len(vals))
 	for _, v := range vals {
@@ -115,6 +116,10 @@ func Push(vals ...any) []byte {
 			w = uint32(x)
 		case float32:
 			w = math.Float32bits(x)
+		case bool:
+			if x {
+				w = 1
+			}
 		default:
 			panic(fmt.Sprintf("vulkan.Push: unsupported %T", v))
 		}

@@ -133,13 +133,7 @@ func (s *Seq) MatVecX8RopeNorm(t quant.Type, w, xq, xs, y, cs, pos, kc, norm, ar
 	if kern == nil {
 		return
 	}
-	b := func(v bool) uint32 {
-		if v {
-			return 1
-		}
-		return 0
-	}
-	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, uint32(0), share, uint32(headDim), uint32(ropeDim), b(keys), b(neox), eps),
+	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, false, share, uint32(headDim), uint32(ropeDim), keys, neox, eps),
 		gx, gy, 1, w, xq, xs, y, cs, pos, kc, norm, arrivals)
 }
 
@@ -446,19 +440,15 @@ func (r *Resident) ffnInputRounding(l *layerWeights) *preRounding {
 // last workgroup to finish, y normalized and rounded as next says (matvec_x8_<t>_n), as
 // MoEDownX8RoundNext does for the experts' down products. The plain kernel only.
 func (s *Seq) MatVecX8RoundNext(t quant.Type, w, xq, xs, y Binding, k, n int, next NextRounding) {
-	nr, ok := x8Rows[t]
-	block := 32
-	if next.Q8K {
-		block = 256
+	nr, err := x8Variant(t, w, xq, xs, k, n)
+	if err == nil && y.Size < uint64(4*n) {
+		err = fmt.Errorf("%v %dx%d: the residual binding is too small", t, n, k)
 	}
-	if !ok || k%blockElems(t) != 0 || n%block != 0 || next.Norm.Size < uint64(4*n) || next.XQ.Size < uint64(x8QuantBytes(n)) ||
-		next.XS.Size < uint64(x8ScaleBytes(n)) || next.Arrivals.Size < 4 {
-		s.fail(fmt.Errorf("matvec_x8 rounding the residual: %v %dx%d in %d-blocks: no kernel, not whole blocks, or a binding too small", t, n, k, block))
-		return
+	if err == nil {
+		err = next.check(n)
 	}
-	rowBytes, err := t.RowBytes(k)
-	if err != nil || w.Size < uint64(rowBytes*n) || y.Size < uint64(4*n) {
-		s.fail(fmt.Errorf("matvec_x8 rounding the residual: %v %dx%d: a binding is too small", t, n, k))
+	if err != nil {
+		s.fail(fmt.Errorf("matvec_x8 rounding the residual: %w", err))
 		return
 	}
 	kern := s.kernel(x8Kernel("matvec_x8_", t)+"_n", 8, 32)
@@ -466,11 +456,7 @@ func (s *Seq) MatVecX8RoundNext(t quant.Type, w, xq, xs, y Binding, k, n int, ne
 		return
 	}
 	rows, share, gx, gy := s.c.decodeRowGrid(nr, n)
-	q8k := uint32(0)
-	if next.Q8K {
-		q8k = 1
-	}
-	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, uint32(1), share, next.Eps, q8k), gx, gy, 1, w, xq, xs, y, next.Norm, next.XQ, next.XS, next.Arrivals)
+	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, true, share, next.Eps, next.Q8K), gx, gy, 1, w, xq, xs, y, next.Norm, next.XQ, next.XS, next.Arrivals)
 }
 
 // moeX8Rows is moe_matvec_x8's NR: the rows of one pair a subgroup takes (one for Q4_K,
@@ -559,11 +545,7 @@ func (s *Seq) moeMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 		if kern == nil {
 			return
 		}
-		q8k := uint32(0)
-		if round.q8k {
-			q8k = 1
-		}
-		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(yStride), gx, uint32(upOff), q8k),
+		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(yStride), gx, uint32(upOff), round.q8k),
 			gx, gy, uint32(pairs), w, xq, xs, y, ids, round.hq, round.hs, round.arrivals)
 		return
 	}
@@ -598,15 +580,24 @@ type NextRounding struct {
 // rounded, with no rounding stage of its own. Its sum of squares runs in another order than
 // quantize_x8's (the scale may differ in the last bit).
 func (s *Seq) MoEDownX8RoundNext(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, n, used int, shared bool, next NextRounding) {
+	if err := next.check(n); err != nil {
+		s.fail(fmt.Errorf("moe down x8 rounding the residual: %w", err))
+		return
+	}
+	s.moeDownX8(t, w, xq, xs, x, ids, wts, sh, g, k, n, used, shared, &next)
+}
+
+// check reports why the rounding cannot hold a residual of n values: not whole blocks, or a
+// binding too small.
+func (next NextRounding) check(n int) error {
 	block := 32
 	if next.Q8K {
 		block = 256
 	}
 	if n%block != 0 || next.Norm.Size < uint64(4*n) || next.XQ.Size < uint64(x8QuantBytes(n)) || next.XS.Size < uint64(x8ScaleBytes(n)) || next.Arrivals.Size < 4 {
-		s.fail(fmt.Errorf("moe down x8 rounding the residual: %d rows in %d-blocks: not whole blocks, or a binding too small", n, block))
-		return
+		return fmt.Errorf("%d rows in %d-blocks: not whole blocks, or a binding too small", n, block)
 	}
-	s.moeDownX8(t, w, xq, xs, x, ids, wts, sh, g, k, n, used, shared, &next)
+	return nil
 }
 
 func (s *Seq) moeDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, n, used int, shared bool, next *NextRounding) {
@@ -630,11 +621,7 @@ func (s *Seq) moeDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, 
 		if kern == nil {
 			return
 		}
-		q8k := uint32(0)
-		if next.Q8K {
-			q8k = 1
-		}
-		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(used), gx, sh32, next.Eps, q8k), gx, gy, 1, w, xq, xs, x, ids, wts, sh, g,
+		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(used), gx, sh32, next.Eps, next.Q8K), gx, gy, 1, w, xq, xs, x, ids, wts, sh, g,
 			next.Norm, next.XQ, next.XS, next.Arrivals)
 		return
 	}

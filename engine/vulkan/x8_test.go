@@ -963,39 +963,7 @@ func TestMoEDownX8RoundNextEqualsDownThenQuantizeX8(t *testing.T) {
 				}
 			})
 			for i, l := range ls {
-				x, xRef := readF32(t, l.x, n), readF32(t, l.xRef, n)
-				for j := range x {
-					if math.Float32bits(x[j]) != math.Float32bits(xRef[j]) {
-						t.Fatalf("layer %d residual %d: %v, moe_down_x8's %v", i, j, x[j], xRef[j])
-					}
-				}
-				sc, scRef := readF32(t, l.ns, n/32*2), readF32(t, l.nsRef, n/32*2)
-				for u := 0; u < n/32; u++ {
-					d, dRef := float64(sc[2*u]), float64(scRef[2*u])
-					if !(math.Abs(d-dRef) <= math.Abs(dRef)*0x1p-20) || dRef == 0 {
-						t.Fatalf("layer %d block %d: scale %v, quantize_x8's %v", i, u, d, dRef)
-					}
-				}
-				q, err := l.nq.ReadU32(0, x8QuantBytes(n)/4)
-				if err != nil {
-					t.Fatal(err)
-				}
-				qRef, err := l.nqRef.ReadU32(0, x8QuantBytes(n)/4)
-				if err != nil {
-					t.Fatal(err)
-				}
-				steps := 0
-				for j := range q {
-					for b := 0; b < 32; b += 8 {
-						a, r := int8(q[j]>>b), int8(qRef[j]>>b)
-						if a != r {
-							if a-r > 1 || r-a > 1 {
-								t.Fatalf("layer %d word %d byte %d: %d, quantize_x8's %d", i, j, b/8, a, r)
-							}
-							steps++
-						}
-					}
-				}
+				steps := checkRoundedResidual(t, fmt.Sprintf("layer %d", i), "moe_down_x8", n, l.x, l.xRef, l.ns, l.nsRef, l.nq, l.nqRef)
 				t.Logf("layer %d: %d of %d int8 values one step from quantize_x8's", i, steps, n)
 			}
 			left, err := arrivals.ReadU32(0, 1)
@@ -1056,34 +1024,7 @@ func TestMatVecX8RoundNextEqualsProductThenQuantizeX8(t *testing.T) {
 				}
 			})
 			for i, l := range ls {
-				y, yRef := readF32(t, l.y, n), readF32(t, l.yRef, n)
-				for j := range y {
-					if math.Float32bits(y[j]) != math.Float32bits(yRef[j]) {
-						t.Fatalf("layer %d residual %d: %v, matvec_x8's %v", i, j, y[j], yRef[j])
-					}
-				}
-				sc, scRef := readF32(t, l.ns, n/32*2), readF32(t, l.nsRef, n/32*2)
-				for u := 0; u < n/32; u++ {
-					d, dRef := float64(sc[2*u]), float64(scRef[2*u])
-					if !(math.Abs(d-dRef) <= math.Abs(dRef)*0x1p-20) || dRef == 0 {
-						t.Fatalf("layer %d block %d: scale %v, quantize_x8's %v", i, u, d, dRef)
-					}
-				}
-				q, err := l.nq.ReadU32(0, x8QuantBytes(n)/4)
-				if err != nil {
-					t.Fatal(err)
-				}
-				qRef, err := l.nqRef.ReadU32(0, x8QuantBytes(n)/4)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for j := range q {
-					for b := 0; b < 32; b += 8 {
-						if a, r := int8(q[j]>>b), int8(qRef[j]>>b); a-r > 1 || r-a > 1 {
-							t.Fatalf("layer %d word %d byte %d: %d, quantize_x8's %d", i, j, b/8, a, r)
-						}
-					}
-				}
+				checkRoundedResidual(t, fmt.Sprintf("layer %d", i), "matvec_x8", n, l.y, l.yRef, l.ns, l.nsRef, l.nq, l.nqRef)
 			}
 			left, err := arrivals.ReadU32(0, 1)
 			if err != nil {
@@ -1094,4 +1035,46 @@ func TestMatVecX8RoundNextEqualsProductThenQuantizeX8(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkRoundedResidual holds a product that rounds the residual it adds to for the next stage
+// (x its residual, nq/ns its rounding) to the product alone (xRef, bit for bit, what names it)
+// then quantize_x8 with the norm (nqRef/nsRef): every block's scale within 2^-20 and every int8
+// within one step. It returns how many int8 values are one step off.
+func checkRoundedResidual(t *testing.T, where, what string, n int, x, xRef, ns, nsRef, nq, nqRef *Buffer) int {
+	t.Helper()
+	got, want := readF32(t, x, n), readF32(t, xRef, n)
+	for j := range got {
+		if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+			t.Fatalf("%s residual %d: %v, %s's %v", where, j, got[j], what, want[j])
+		}
+	}
+	sc, scRef := readF32(t, ns, n/32*2), readF32(t, nsRef, n/32*2)
+	for u := 0; u < n/32; u++ {
+		d, dRef := float64(sc[2*u]), float64(scRef[2*u])
+		if !(math.Abs(d-dRef) <= math.Abs(dRef)*0x1p-20) || dRef == 0 {
+			t.Fatalf("%s block %d: scale %v, quantize_x8's %v", where, u, d, dRef)
+		}
+	}
+	q, err := nq.ReadU32(0, x8QuantBytes(n)/4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qRef, err := nqRef.ReadU32(0, x8QuantBytes(n)/4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	for j := range q {
+		for b := 0; b < 32; b += 8 {
+			a, r := int8(q[j]>>b), int8(qRef[j]>>b)
+			if a != r {
+				if a-r > 1 || r-a > 1 {
+					t.Fatalf("%s word %d byte %d: %d, quantize_x8's %d", where, j, b/8, a, r)
+				}
+				steps++
+			}
+		}
+	}
+	return steps
 }
