@@ -11,14 +11,14 @@ layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Xb { float x[]; };
 layout(std430, binding = 1) writeonly buffer Ob { uint o[]; };
 layout(std430, binding = 2) coherent buffer Pb { uvec2 part[]; }; // a workgroup's (value bits, index)
-layout(std430, binding = 3) coherent buffer Cb { uint arrivals; };
+layout(std430, binding = 3) coherent buffer Cb { uint arrivals[]; };
 layout(push_constant) uniform P { uint n; uint chunk; } p;
 
 const uint NONE = 0xffffffffu;
 const uint UNROLL = 8u;
 shared float bv[256];
 shared uint bi[256];
-shared bool lastArrival;
+#include "last_arrival.glsl"
 
 // beats reports whether candidate (v, j) replaces (b, bj): a candidate over none, a larger
 // value, or an equal one at a lower index.
@@ -61,12 +61,7 @@ void main() {
     }
     reduceWorkgroup(tid, best, idx);
     if (tid == 0u) part[g] = uvec2(floatBitsToUint(bv[0]), bi[0]);
-    memoryBarrierBuffer(); // the part reaches memory before the count
-    barrier();
-    if (tid == 0u) lastArrival = atomicAdd(arrivals, 1u) == gl_NumWorkGroups.x - 1u;
-    barrier();
-    if (!lastArrival) return; // uniform over the workgroup
-    memoryBarrierBuffer();    // every workgroup's part is written: read them
+    if (!lastToArrive(0u, gl_NumWorkGroups.x)) return; // uniform: every workgroup's part is written
     best = -1.0 / 0.0;
     idx = NONE;
     for (uint k = tid; k < gl_NumWorkGroups.x; k += 256u) { // ascending: the lower index's part first
@@ -80,6 +75,6 @@ void main() {
     reduceWorkgroup(tid, best, idx);
     if (tid == 0u) {
         o[0] = bi[0];
-        arrivals = 0u; // for the next token
     }
+    arrivalDone(0u); // for the next token
 }

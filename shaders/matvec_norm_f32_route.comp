@@ -17,7 +17,7 @@ layout(std430, binding = 2) readonly buffer Gb { vec4 g4[]; };
 layout(std430, binding = 3) coherent buffer Yb { float y[]; };
 layout(std430, binding = 4) writeonly buffer Ib { uint ids[]; };
 layout(std430, binding = 5) writeonly buffer Wtb { float wts[]; };
-layout(std430, binding = 6) coherent buffer Cb { uint arrivals; };
+layout(std430, binding = 6) coherent buffer Cb { uint arrivals[]; };
 layout(push_constant) uniform P {
     uint K;      // row length
     uint NE;     // experts (rows)
@@ -35,18 +35,13 @@ layout(push_constant) uniform P {
 #define ROUTE_LOGIT(t, i) y[i]
 #include "moe_route.glsl"
 
-shared bool lastArrival;
+#include "last_arrival.glsl"
 
 void main() {
     uint row = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
     float acc = normedRow(row, p.NE);
     if (row < p.NE && subgroupElect()) y[row] = acc;
-    memoryBarrierBuffer(); // this thread's logit reaches memory before the count below
-    barrier();             // every subgroup's has
-    if (gl_LocalInvocationID.x == 0u) lastArrival = atomicAdd(arrivals, 1u) == gl_NumWorkGroups.x - 1u;
-    barrier();
-    if (!lastArrival) return; // uniform over the workgroup
-    memoryBarrierBuffer();    // every workgroup's logits are counted: read them
+    if (!lastToArrive(0u, gl_NumWorkGroups.x)) return; // uniform: every workgroup's logits are counted
     routeToken(0u, gl_LocalInvocationID.x);
-    if (gl_LocalInvocationID.x == 0u) arrivals = 0u; // for the next layer's router
+    arrivalDone(0u); // for the next layer's router
 }

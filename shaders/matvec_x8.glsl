@@ -48,7 +48,7 @@ layout(std430, binding = 3) coherent buffer Yb { float y[]; };
 layout(std430, binding = 4) readonly buffer NGb { vec4 ng4[]; };
 layout(std430, binding = 5) writeonly buffer NQb { uint nq[]; };
 layout(std430, binding = 6) writeonly buffer NSb { vec2 ns[]; };
-layout(std430, binding = 7) coherent buffer Cb { uint arrivals; };
+layout(std430, binding = 7) coherent buffer Cb { uint arrivals[]; };
 #else
 layout(std430, binding = 3) buffer Yb { float y[]; };
 #endif
@@ -202,7 +202,7 @@ uvec4 wordAt(uint g) {
 #include "exact.glsl" // roundHalf
 shared float hv[256];     // the head, normalized
 shared float hPart[16];   // the first 64 threads' subgroups' sums of squares
-shared bool lastOfHead;
+#include "last_arrival.glsl"
 #include "rope_rotate.glsl"
 
 // normRotateHead finishes the head holding the workgroup's rows once all of them are written
@@ -210,12 +210,7 @@ shared bool lastOfHead;
 void normRotateHead(uint wgRow0) {
     uint tid = gl_LocalInvocationID.x, hd = p.headDim;
     uint head = wgRow0 / hd;
-    memoryBarrierBuffer(); // this thread's rows reach memory before the count
-    barrier();
-    if (tid == 0u) lastOfHead = atomicAdd(arrivals[head], 1u) == hd / p.rowsPerWG - 1u;
-    barrier();
-    if (!lastOfHead) return; // uniform over the workgroup
-    memoryBarrierBuffer();   // every workgroup of the head has written: read it
+    if (!lastToArrive(head, hd / p.rowsPerWG)) return; // uniform: every workgroup of the head has written
     uint base = head * hd;
     float ss = 0.0;
     if (tid < 64u) {
@@ -246,7 +241,7 @@ void normRotateHead(uint wgRow0) {
                                                                    roundHalf(ropeRotated(e + 1u, 0u, p.ropeDim, p.neox != 0u))));
         }
     }
-    if (tid == 0u) arrivals[head] = 0u; // for the next layer
+    arrivalDone(head); // for the next layer
 }
 #endif
 

@@ -26,7 +26,7 @@ layout(std430, binding = 3) coherent buffer Yb { float y[]; };  // the residual,
 layout(std430, binding = 8) readonly buffer NGb { vec4 ng4[]; };
 layout(std430, binding = 9) writeonly buffer NQb { uint nq[]; };
 layout(std430, binding = 10) writeonly buffer NSb { vec2 ns[]; };
-layout(std430, binding = 11) coherent buffer Cb { uint arrivals; };
+layout(std430, binding = 11) coherent buffer Cb { uint arrivals[]; };
 #else
 layout(std430, binding = 3) buffer Yb { float y[]; };          // the residual, added to
 #endif

@@ -94,7 +94,7 @@ void products(uint q, uint e, uint row0) {
 }
 
 #ifdef ROUND_OUT
-shared bool lastArrival;
+#include "last_arrival.glsl"
 shared float rMag[64], rVal[64]; // each word's (Q8_K: each 8-word group's) largest magnitude, its signed value
 shared float rSum[64];           // each word's Σq
 
@@ -108,12 +108,7 @@ void roundBlock(uint q, uint wgRow0) {
     uint blk = wgRow0 / B, b0 = blk * B;
     uint rowsWG = NR * gl_NumSubgroups;
     uint slot = q * (p.N / B) + blk;
-    memoryBarrierBuffer(); // this thread's rows of Y reach memory before the count
-    barrier();             // every subgroup's have
-    if (tid == 0u) lastArrival = atomicAdd(arrivals[slot], 1u) == B / rowsWG - 1u;
-    barrier();
-    if (!lastArrival) return; // uniform over the workgroup
-    memoryBarrierBuffer();    // every workgroup of the block has written: read it
+    if (!lastToArrive(slot, B / rowsWG)) return; // uniform: every workgroup of the block has written
     uint words = B / 4u;      // 8 or 64, at most the workgroup's 128 threads
     bool mine = tid < words;
     uint e = b0 + 4u * tid;   // this thread's word: elements e..e+3 of the row
@@ -174,7 +169,7 @@ void roundBlock(uint q, uint wgRow0) {
             hs[q * (p.N / 32u) + u] = vec2(d, sum);
         }
     }
-    if (tid == 0u) arrivals[slot] = 0u; // for the next layer
+    arrivalDone(slot); // for the next layer
 }
 #endif
 

@@ -1,11 +1,11 @@
 // round_next.glsl: the last workgroup of a dispatch that adds to the residual y rounds it for
 // the next stage's int8 products (included under ROUND_NEXT by moe_down_x8.glsl and
 // matvec_x8.glsl). The including shader declares y (coherent), ng4 (the next norm's weight),
-// nq and ns (quantize_x8's layout of one row), arrivals (a coherent uint), and push constants
+// nq and ns (quantize_x8's layout of one row), arrivals (last_arrival.glsl's), and push constants
 // N (the row's length), eps and q8k; it calls roundNext with the count of workgroups that add
 // to y, after its own writes, from every thread.
 
-shared bool lastArrival;
+#include "last_arrival.glsl"
 shared float rPart[128], rVal[128]; // a thread's largest magnitude (its signed value), later its Σq
 shared float rGrp[16], rGrpV[16];   // Q8_K: each 8-thread group's
 shared float rSS[128];              // the subgroups' sums of squares
@@ -17,12 +17,7 @@ shared float rSS[128];              // the subgroups' sums of squares
 // workgroup has 128 threads.
 void roundNext(uint workgroups) {
     uint tid = gl_LocalInvocationID.x;
-    memoryBarrierBuffer(); // this thread's rows reach memory before the count
-    barrier();             // every subgroup's have
-    if (tid == 0u) lastArrival = atomicAdd(arrivals, 1u) == workgroups - 1u;
-    barrier();
-    if (!lastArrival) return; // uniform over the workgroup
-    memoryBarrierBuffer();    // every workgroup has added its rows: read the residual
+    if (!lastToArrive(0u, workgroups)) return; // uniform: every workgroup has added its rows
     uint n4 = p.N / 4u;
     float ss = 0.0;
     for (uint i = tid; i < n4; i += 128u) {
@@ -88,5 +83,5 @@ void roundNext(uint workgroups) {
         }
         barrier(); // rPart is reused by the next pass
     }
-    if (tid == 0u) arrivals = 0u; // for the next layer
+    arrivalDone(0u); // for the next layer
 }
