@@ -508,7 +508,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		}
 		s.MoEGroupTiles(ms.ids.Range(0, uint64(4*pairs)), ms.tiles.All(), ms.sorted.All(), pairs, p.Experts, tilePairs)
 		s.Barrier()
-		stamp("group") // one workgroup whose threads each scan every pair: apart from the experts' products in profiles
+		stamp("group") // one workgroup (a sort in shared memory): apart from the experts' products in profiles
 	}
 	hid := r.gate.Range(0, uint64(4*pairs*ff))
 	// Without a shared expert, the gate and up products may round their output for the down

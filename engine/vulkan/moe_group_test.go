@@ -1,0 +1,95 @@
+package vulkan
+
+import (
+	"math/rand"
+	"slices"
+	"testing"
+)
+
+// TestMoEGroupOrdersPairsByExpert checks moe_group's grouping against the host's: every pair of
+// expert 0 in increasing order, then expert 1's, ...; pairs whose id is past the experts left
+// out; the tiles each expert's pairs cut into, in order. The shapes take both of the kernel's
+// paths: the shared-memory sort (up to 4096 pairs: a prefill window of 512 tokens over 8 slots)
+// and the per-expert gather past it, with skewed choices (one expert taking a third of the
+// pairs, many experts never chosen).
+func TestMoEGroupOrdersPairsByExpert(t *testing.T) {
+	c := ctxOrSkip(t)
+	cases := []struct {
+		name                   string
+		pairs, experts, tile   int
+		skewed, pastTheExperts bool
+	}{
+		{name: "one pair", pairs: 1, experts: 4, tile: moeTilePairs},
+		{name: "69 pairs over 5", pairs: 69, experts: 5, tile: moeTilePairs, skewed: true},
+		{name: "a 30B-A3B window", pairs: 512 * 8, experts: 128, tile: moeCoopmatTilePairs, skewed: true},
+		{name: "the seed's window", pairs: 512 * 8, experts: 256, tile: moeTilePairs},
+		{name: "512 experts, ids past them", pairs: 3000, experts: 512, tile: moeCoopmatTilePairs, pastTheExperts: true},
+		{name: "past the sort", pairs: 4097, experts: 128, tile: moeTilePairs, skewed: true},
+		{name: "past the sort, ids past the experts", pairs: 6000, experts: 60, tile: moeCoopmatTilePairs, pastTheExperts: true},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(i) + 1))
+			ids := make([]uint32, tc.pairs)
+			for q := range ids {
+				ids[q] = uint32(rng.Intn(tc.experts))
+				if tc.skewed && q%3 == 0 {
+					ids[q] = uint32(tc.experts - 1)
+				}
+				if tc.pastTheExperts && q%7 == 3 {
+					ids[q] = uint32(tc.experts + rng.Intn(5))
+				}
+			}
+			var sorted, tiles []uint32
+			for e := 0; e < tc.experts; e++ {
+				first := len(sorted)
+				for q, id := range ids {
+					if int(id) == e {
+						sorted = append(sorted, uint32(q))
+					}
+				}
+				for s := first; s < len(sorted); s += tc.tile {
+					tiles = append(tiles, uint32(e), uint32(s), uint32(min(tc.tile, len(sorted)-s)))
+				}
+			}
+			want := append([]uint32{uint32(len(tiles) / 3)}, tiles...)
+
+			poison := make([]uint32, max(1+3*moeMaxTiles(tc.pairs, tc.experts), tc.pairs))
+			for j := range poison {
+				poison[j] = 0xDEADBEEF
+			}
+			ib := uploadU32(t, c, ids)
+			tb := uploadU32(t, c, poison[:1+3*moeMaxTiles(tc.pairs, tc.experts)])
+			sb := uploadU32(t, c, poison[:tc.pairs])
+			run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), tc.pairs, tc.experts, tc.tile) })
+			gotSorted, err := sb.ReadU32(0, len(sorted))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotTiles, err := tb.ReadU32(0, len(want))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j := firstDifference(gotSorted, sorted); j >= 0 {
+				t.Fatalf("sorted[%d] = %d, want %d (pair of expert %d)", j, gotSorted[j], sorted[j], ids[sorted[j]])
+			}
+			if j := firstDifference(gotTiles, want); j >= 0 {
+				t.Fatalf("tiles word %d = %d, want %d (%d tiles wanted)", j, gotTiles[j], want[j], want[0])
+			}
+		})
+	}
+}
+
+// firstDifference is the first index where got and want differ, or -1 where they are equal.
+func firstDifference(got, want []uint32) int {
+	if slices.Equal(got, want) {
+		return -1
+	}
+	for j := range min(len(got), len(want)) {
+		if got[j] != want[j] {
+			return j
+		}
+	}
+	return min(len(got), len(want))
+}
+
