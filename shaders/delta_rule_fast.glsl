@@ -39,6 +39,7 @@ layout(std430, binding = 5) buffer Sb { vec4 state[]; };           // VH × S ×
 layout(std430, binding = 6) writeonly buffer Qb { uint xq[]; };
 layout(std430, binding = 9) writeonly buffer XSb { vec2 xs[]; };
 #include "exact.glsl" // roundHalf
+#include "x8_round.glsl" // x8Word, x8WordIndex
 shared float amaxS[S];
 shared int qS[S];
 #else
@@ -163,8 +164,7 @@ void main() {
         barrier();
         uint blk = (hh * S + j) / 32u, w8 = (j % 32u) / 4u; // the block and its word
         if ((j & 3u) == 0u) {
-            uint word = (uint(qS[j]) & 0xffu) | ((uint(qS[j + 1u]) & 0xffu) << 8) | ((uint(qS[j + 2u]) & 0xffu) << 16) | (uint(qS[j + 3u]) << 24);
-            xq[(((blk / 32u) * 2u + w8 / 4u) * 32u + blk % 32u) * 4u + w8 % 4u] = word;
+            xq[x8WordIndex(blk, w8)] = x8Word(ivec4(qS[j], qS[j + 1u], qS[j + 2u], qS[j + 3u]));
         }
         if ((j & 31u) == 0u) {
             float sum = 0.0;

@@ -89,20 +89,16 @@ layout(std430, binding = 3) buffer Yu { uint yu[]; };
 layout(std430, binding = 4) readonly buffer Cb { float cs[]; };
 layout(std430, binding = 5) readonly buffer Pb { uint pos[]; };
 #include "exact.glsl" // roundHalf
+#include "rope_pair.glsl"
 
 void storePair(uint r, float a, float b) {
     uint j = r % p.headDim; // r is even, so is j: the pair stays in one head
     if (p.mode != 2u && j < p.ropeDim) {
         uint i = j / 2u;
         float c = cs[2u * i], s = cs[2u * i + 1u];
-        precise float ac = a * c;
-        precise float bs = b * s;
-        precise float as_ = a * s;
-        precise float bc = b * c;
-        precise float ya = ac - bs;
-        precise float yb = as_ + bc;
-        a = ya;
-        b = yb;
+        vec2 rot = ropePair(a, b, c, s);
+        a = rot.x;
+        b = rot.y;
     }
     if (p.mode == 0u) {
         y[r] = a;

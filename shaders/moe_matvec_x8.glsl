@@ -95,6 +95,7 @@ void products(uint q, uint e, uint row0) {
 
 #ifdef ROUND_OUT
 #include "last_arrival.glsl"
+#include "x8_round.glsl"
 shared float rMag[64], rVal[64]; // each word's (Q8_K: each 8-word group's) largest magnitude, its signed value
 shared float rSum[64];           // each word's Σq
 
@@ -114,11 +115,7 @@ void roundBlock(uint q, uint wgRow0) {
     uint e = b0 + 4u * tid;   // this thread's word: elements e..e+3 of the row
     uint yr = q * p.yStride;
     vec4 v = mine ? vec4(y[yr + e], y[yr + e + 1u], y[yr + e + 2u], y[yr + e + 3u]) : vec4(0.0);
-    vec4 a = abs(v);
-    float tm = a.x, tv = v.x; // the first of the largest magnitudes, in element order
-    if (a.y > tm) { tm = a.y; tv = v.y; }
-    if (a.z > tm) { tm = a.z; tv = v.z; }
-    if (a.w > tm) { tm = a.w; tv = v.w; }
+    float tv, tm = x8FirstMax(v, tv);
     if (mine) {
         rMag[tid] = tm;
         rVal[tid] = tv;
@@ -146,23 +143,18 @@ void roundBlock(uint q, uint wgRow0) {
         for (uint j = 1u; j < 8u; j++) {
             if (rMag[j] > bm) { bm = rMag[j]; bv = rVal[j]; }
         }
-        float iscale = bm != 0.0 ? divExact(-127.0, bv) : 0.0;
-        qv = min(ivec4(roundEven(iscale * v)), ivec4(127));
-        d = bm != 0.0 ? divExact(1.0, iscale) : 0.0;
+        qv = x8RoundQ8K(v, bm, bv, d);
     } else {
         float amax = 0.0;
         [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, rMag[j]);
-        float inv = amax > 0.0 ? 127.0 / amax : 0.0;
-        qv = ivec4(roundEven(v * inv));
-        d = roundHalf(amax / 127.0);
+        qv = x8Round32(v, amax, d);
     }
     if (mine) rSum[tid] = float((qv.x + qv.y) + (qv.z + qv.w));
     barrier();
     if (mine) {
         uint u = e / 32u, j = (e % 32u) / 4u;
         uint q0 = q * ((p.N / 32u + 31u) / 32u) * 256u; // the pair's words: x8QuantBytes(N) / 4
-        uint word = (uint(qv.x) & 0xffu) | ((uint(qv.y) & 0xffu) << 8) | ((uint(qv.z) & 0xffu) << 16) | (uint(qv.w) << 24);
-        hq[q0 + (((u / 32u) * 2u + j / 4u) * 32u + u % 32u) * 4u + j % 4u] = word;
+        hq[q0 + x8WordIndex(u, j)] = x8Word(qv);
         if (j == 0u) {
             float sum = 0.0;
             [[unroll]] for (uint jj = 0u; jj < 8u; jj++) sum += rSum[tid + jj];

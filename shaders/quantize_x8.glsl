@@ -150,6 +150,7 @@ vec4 mergedLaneShared(uint t, uint e, uint sl, uint h0) {
 }
 
 #include "exact.glsl" // roundHalf, expExact, divExact
+#include "x8_round.glsl"
 
 shared float part[256];
 shared float sval[256]; // F_Q8K: each thread's signed value of largest magnitude
@@ -258,12 +259,8 @@ void main() {
             }
 #endif
         }
-        vec4 a = abs(v);
-        float tm = a.x, tv = v.x; // the first of the largest magnitudes, in element order
-        if (a.y > tm) { tm = a.y; tv = v.y; }
-        if (a.z > tm) { tm = a.z; tv = v.z; }
-        if (a.w > tm) { tm = a.w; tv = v.w; }
-        part[tid] = tm;
+        float tv;
+        part[tid] = x8FirstMax(v, tv);
         sval[tid] = tv;
         barrier();
         uint b0 = tid & ~7u;
@@ -282,22 +279,17 @@ void main() {
             for (uint j = 1u; j < 8u; j++) {
                 if (grpMax[g0 + j] > bm) { bm = grpMax[g0 + j]; bv = grpVal[g0 + j]; }
             }
-            float iscale = bm != 0.0 ? divExact(-127.0, bv) : 0.0;
-            q = min(ivec4(roundEven(iscale * v)), ivec4(127));
-            d = bm != 0.0 ? divExact(1.0, iscale) : 0.0;
+            q = x8RoundQ8K(v, bm, bv, d);
         } else {
             [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, part[b0 + j]);
-            float inv = amax > 0.0 ? 127.0 / amax : 0.0;
-            q = ivec4(roundEven(v * inv));
-            d = roundHalf(amax / 127.0);
+            q = x8Round32(v, amax, d);
         }
         barrier(); // everyone has read the maxima
         part[tid] = float((q.x + q.y) + (q.z + q.w));
         barrier();
         if (live) {
             uint u = i / 8u, j = i % 8u;
-            uint word = (uint(q.x) & 0xffu) | ((uint(q.y) & 0xffu) << 8) | ((uint(q.z) & 0xffu) << 16) | (uint(q.w) << 24);
-            xq[q0 + (((u / 32u) * 2u + j / 4u) * 32u + u % 32u) * 4u + j % 4u] = word;
+            xq[q0 + x8WordIndex(u, j)] = x8Word(q);
             if (j == 0u) {
                 float sum = 0.0;
                 [[unroll]] for (uint jj = 0u; jj < 8u; jj++) sum += part[b0 + jj];

@@ -10,6 +10,8 @@ layout(std430, binding = 1) readonly buffer Cb { float cs[]; };
 layout(push_constant) uniform P {
     uint headDim; uint nHeads; uint M; uint ropeDim; uint neox; uint stride;
 } p;
+#include "rope_pair.glsl"
+
 void main() {
     uint half_ = p.ropeDim / 2u;
     uint idx = gl_GlobalInvocationID.x;
@@ -23,12 +25,7 @@ void main() {
     uint a = p.neox != 0u ? base + i : base + 2u * i;
     uint b = p.neox != 0u ? base + i + half_ : base + 2u * i + 1u;
     float x0 = x[a], x1 = x[b];
-    precise float x0c = x0 * c;
-    precise float x1s = x1 * s;
-    precise float x0s = x0 * s;
-    precise float x1c = x1 * c;
-    precise float ya = x0c - x1s;
-    precise float yb = x0s + x1c;
-    x[a] = ya;
-    x[b] = yb;
+    vec2 rot = ropePair(x0, x1, c, s);
+    x[a] = rot.x;
+    x[b] = rot.y;
 }

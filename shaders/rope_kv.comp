@@ -18,12 +18,13 @@ layout(push_constant) uniform P {
     uint headDim; uint nHead; uint M; uint ropeDim; uint neox; uint qStride; uint kRow; uint vRow;
 } p;
 #include "exact.glsl" // roundHalf
+#include "rope_pair.glsl"
 
 // rotated returns element j (< headDim) of the key head starting at base, rotated for token t.
 float rotated(uint base, uint j, uint t) {
     uint half_ = p.ropeDim / 2u;
     if (j >= p.ropeDim) return k[base + j];
-    bool first; // the pair's first element (ya) or its second (yb)
+    bool first; // the pair's first element (rot.x) or its second (rot.y)
     uint i, a, b;
     if (p.neox != 0u) {
         first = j < half_;
@@ -38,13 +39,8 @@ float rotated(uint base, uint j, uint t) {
     }
     float c = cs[2u * (t * half_ + i)], s = cs[2u * (t * half_ + i) + 1u];
     float x0 = k[a], x1 = k[b];
-    precise float x0c = x0 * c;
-    precise float x1s = x1 * s;
-    precise float x0s = x0 * s;
-    precise float x1c = x1 * c;
-    precise float ya = x0c - x1s;
-    precise float yb = x0s + x1c;
-    return first ? ya : yb;
+    vec2 rot = ropePair(x0, x1, c, s);
+    return first ? rot.x : rot.y;
 }
 
 void main() {
@@ -60,14 +56,9 @@ void main() {
         uint a = p.neox != 0u ? base + i : base + 2u * i;
         uint b = p.neox != 0u ? base + i + half_ : base + 2u * i + 1u;
         float x0 = q[a], x1 = q[b];
-        precise float x0c = x0 * c;
-        precise float x1s = x1 * s;
-        precise float x0s = x0 * s;
-        precise float x1c = x1 * c;
-        precise float ya = x0c - x1s;
-        precise float yb = x0s + x1c;
-        q[a] = ya;
-        q[b] = yb;
+        vec2 rot = ropePair(x0, x1, c, s);
+        q[a] = rot.x;
+        q[b] = rot.y;
         return;
     }
     idx -= nq;

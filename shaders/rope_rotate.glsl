@@ -2,6 +2,8 @@
 // (its arithmetic: each product rounded before the sum), included by rope_kv_norm.glsl and
 // matvec_x8.glsl's ROPE_NORM. The including shader declares the head in shared hv[] and the
 // rotation's cosines and sines cs[] (token t's pair i at 2·(t·ropeDim/2 + i)).
+#include "rope_pair.glsl"
+
 float ropeRotated(uint j, uint t, uint ropeDim, bool neox) {
     uint half_ = ropeDim / 2u;
     if (j >= ropeDim) return hv[j];
@@ -20,11 +22,6 @@ float ropeRotated(uint j, uint t, uint ropeDim, bool neox) {
     }
     float c = cs[2u * (t * half_ + i)], s = cs[2u * (t * half_ + i) + 1u];
     float x0 = hv[a], x1 = hv[b];
-    precise float x0c = x0 * c;
-    precise float x1s = x1 * s;
-    precise float x0s = x0 * s;
-    precise float x1c = x1 * c;
-    precise float ya = x0c - x1s;
-    precise float yb = x0s + x1c;
-    return first ? ya : yb;
+    vec2 rot = ropePair(x0, x1, c, s);
+    return first ? rot.x : rot.y;
 }

@@ -6,6 +6,7 @@
 // to y, after its own writes, from every thread.
 
 #include "last_arrival.glsl"
+#include "x8_round.glsl"
 shared float rPart[128], rVal[128]; // a thread's largest magnitude (its signed value), later its Σq
 shared float rGrp[16], rGrpV[16];   // Q8_K: each 8-thread group's
 shared float rSS[128];              // the subgroups' sums of squares
@@ -35,12 +36,8 @@ void roundNext(uint workgroups) {
         bool live = i < n4;
         vec4 v = vec4(0.0);
         if (live) v = vec4(y[4u * i], y[4u * i + 1u], y[4u * i + 2u], y[4u * i + 3u]) * scale * ng4[i];
-        vec4 a = abs(v);
-        float tm = a.x, tv = v.x; // the first of the largest magnitudes, in element order
-        if (a.y > tm) { tm = a.y; tv = v.y; }
-        if (a.z > tm) { tm = a.z; tv = v.z; }
-        if (a.w > tm) { tm = a.w; tv = v.w; }
-        rPart[tid] = tm;
+        float tv;
+        rPart[tid] = x8FirstMax(v, tv);
         rVal[tid] = tv;
         barrier();
         uint b0 = tid & ~7u;
@@ -58,23 +55,18 @@ void roundNext(uint workgroups) {
             for (uint j = 1u; j < 8u; j++) {
                 if (rGrp[g0 + j] > bm) { bm = rGrp[g0 + j]; bv = rGrpV[g0 + j]; }
             }
-            float iscale = bm != 0.0 ? divExact(-127.0, bv) : 0.0;
-            q = min(ivec4(roundEven(iscale * v)), ivec4(127));
-            d = bm != 0.0 ? divExact(1.0, iscale) : 0.0;
+            q = x8RoundQ8K(v, bm, bv, d);
         } else {
             float amax = 0.0;
             [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, rPart[b0 + j]);
-            float inv = amax > 0.0 ? 127.0 / amax : 0.0;
-            q = ivec4(roundEven(v * inv));
-            d = roundHalf(amax / 127.0);
+            q = x8Round32(v, amax, d);
         }
         barrier(); // everyone has read the maxima
         rPart[tid] = float((q.x + q.y) + (q.z + q.w));
         barrier();
         if (live) {
             uint u = i / 8u, j = i % 8u;
-            uint word = (uint(q.x) & 0xffu) | ((uint(q.y) & 0xffu) << 8) | ((uint(q.z) & 0xffu) << 16) | (uint(q.w) << 24);
-            nq[(((u / 32u) * 2u + j / 4u) * 32u + u % 32u) * 4u + j % 4u] = word;
+            nq[x8WordIndex(u, j)] = x8Word(q);
             if (j == 0u) {
                 float sum = 0.0;
                 [[unroll]] for (uint jj = 0u; jj < 8u; jj++) sum += rPart[b0 + jj];
