@@ -92,4 +92,3 @@ func firstDifference(got, want []uint32) int {
 	}
 	return min(len(got), len(want))
 }
-
