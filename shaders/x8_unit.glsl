@@ -23,23 +23,28 @@ int idot(uint a, uint b) { return dotPacked4x8EXT(int(a), int(b)); }
 // where negative. x8TablesLoad fills them; the kernel calls it, then barrier(), first.
 shared uvec2 IQ2XXS_BYTES[256];
 shared uvec2 IQ2_SIGN_MASKS[128];
+// iq2Magnitudes4 turns four 2-bit codes (bits 0-7 of c) into their magnitudes 8 + 17c + c/2,
+// a byte each: the codes spread to one a byte, then the arithmetic bytewise (no byte carries:
+// 17·2 + 1 + 8 < 256).
+uint iq2Magnitudes4(uint c) {
+    uint b = (c & 3u) | ((c & 0x0cu) << 6) | ((c & 0x30u) << 12) | ((c & 0xc0u) << 18);
+    return 0x08080808u + 17u * b + ((b >> 1) & 0x01010101u);
+}
+// signMask4 is bits 0-3 of s as bytes, 0xff where set.
+uint signMask4(uint s) {
+    return ((s & 1u) | ((s & 2u) << 7) | ((s & 4u) << 14) | ((s & 8u) << 21)) * 0xffu;
+}
 void x8TablesLoad() {
     iqGridsLoad();
+    // the sign masks need no grid: before the barrier
+    for (uint i = gl_LocalInvocationIndex; i < 128u; i += gl_WorkGroupSize.x) {
+        uint sg = signs7(i);
+        IQ2_SIGN_MASKS[i] = uvec2(signMask4(sg), signMask4(sg >> 4));
+    }
     barrier();
     for (uint i = gl_LocalInvocationIndex; i < 256u; i += gl_WorkGroupSize.x) {
         uint e = grid16(IQ2XXS_GRID, i);
-        uvec2 m = uvec2(0u);
-        [[unroll]] for (uint j = 0u; j < 8u; j++) {
-            uint c = (e >> (2u * j)) & 3u;
-            m[j >> 2] |= (8u + 17u * c + (c >> 1)) << (8u * (j & 3u));
-        }
-        IQ2XXS_BYTES[i] = m;
-        if (i < 128u) {
-            uint sg = signs7(i);
-            uvec2 n = uvec2(0u);
-            [[unroll]] for (uint j = 0u; j < 8u; j++) n[j >> 2] |= ((sg >> j) & 1u) * (0xffu << (8u * (j & 3u)));
-            IQ2_SIGN_MASKS[i] = n;
-        }
+        IQ2XXS_BYTES[i] = uvec2(iq2Magnitudes4(e & 0xffu), iq2Magnitudes4(e >> 8));
     }
 }
 #elif defined(T_Q6_K)
