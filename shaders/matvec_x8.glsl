@@ -22,23 +22,7 @@ layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
 layout(std430, binding = 0) readonly buffer W4b { uvec4 w4[]; };
 layout(std430, binding = 1) readonly buffer Xb { uvec4 xq4[]; };
 layout(std430, binding = 2) readonly buffer Sb { vec2 xs[]; };
-#ifdef ROPE_NORM
-// ROPE_NORM (matvec_x8_<type>_rkn, a decode step's query or key product of a model with per-head
-// norms: qwen3, qwen3moe): once every workgroup of a head's rows has written them, the last
-// (counted in arrivals[head], which it resets) normalizes the head, rotates it and stores it as
-// rope_kv_norm does (the same arithmetic: its sum of squares over the first 64 threads, as
-// rope_kv_norm's 64-thread workgroup sums them), queries in place in y, keys as f16 into the
-// cache row pos[0]: no rope_kv_norm stage. A workgroup's rows lie in one head.
-#if defined(CONV) || defined(ROPE_KV) || defined(COOP_LOAD) || defined(Q6K_WIDE) || defined(ROUND_NEXT)
-#error "matvec_x8.glsl: ROPE_NORM is for the plain product"
-#endif
-layout(std430, binding = 3) coherent buffer Yb { float y[]; };
-layout(std430, binding = 4) readonly buffer Cb { float cs[]; };
-layout(std430, binding = 5) readonly buffer Pb { uint pos[]; };
-layout(std430, binding = 6) buffer KCb { uint kc[]; };             // the key cache (keys only)
-layout(std430, binding = 7) readonly buffer NWb { float nw[]; };   // the heads' norm weight
-layout(std430, binding = 8) coherent buffer Ab { uint arrivals[]; }; // a count a head
-#elif defined(ROUND_NEXT)
+#ifdef ROUND_NEXT
 // ROUND_NEXT (matvec_x8_<type>_n, a product adding to the residual): the last workgroup to
 // finish normalizes and rounds the whole of y for the next stage's int8 products (round_next.glsl).
 #if defined(CONV) || defined(ROPE_KV) || defined(COOP_LOAD) || defined(Q6K_WIDE)
@@ -70,13 +54,6 @@ layout(push_constant) uniform P {
 #ifdef ROUND_NEXT
     float eps;       // the next norm's epsilon
     uint q8k;        // 1: Q8_K's 256-blocks, 0: 32-blocks
-#endif
-#ifdef ROPE_NORM
-    uint headDim;    // rows a head (at most 256)
-    uint ropeDim;    // the rotated rows of each head
-    uint keys;       // 1: keys, into the cache; 0: queries, in place
-    uint neox;       // 1: NEOX pairs (i, i + ropeDim/2); 0: adjacent pairs
-    float eps;       // the head norm's epsilon
 #endif
 } p;
 
@@ -194,52 +171,6 @@ uvec4 wordAt(uint g) {
 #include "exact.glsl" // roundHalf, divExact: quantize_x8's rounding
 #include "round_next.glsl"
 #endif
-#ifdef ROPE_NORM
-#include "exact.glsl" // roundHalf
-shared float hv[256];     // the head, normalized
-shared float hPart[16];   // the first 64 threads' subgroups' sums of squares
-#include "last_arrival.glsl"
-#include "rope_rotate.glsl"
-
-// normRotateHead finishes the head holding the workgroup's rows once all of them are written
-// (every thread calls it; wgRow0 the workgroup's first row).
-void normRotateHead(uint wgRow0) {
-    uint tid = gl_LocalInvocationID.x, hd = p.headDim;
-    uint head = wgRow0 / hd;
-    if (!lastToArrive(head, hd / p.rowsPerWG)) return; // uniform: every workgroup of the head has written
-    uint base = head * hd;
-    float ss = 0.0;
-    if (tid < 64u) {
-        for (uint j = tid; j < hd; j += 64u) {
-            float x = y[base + j];
-            hv[j] = x;
-            ss += x * x;
-        }
-    }
-    ss = subgroupAdd(ss);
-    if (subgroupElect() && gl_SubgroupID < 16u) hPart[gl_SubgroupID] = ss;
-    barrier();
-    float total = 0.0;
-    uint parts = (64u + gl_SubgroupSize - 1u) / gl_SubgroupSize; // the first 64 threads' subgroups
-    for (uint g = 0u; g < parts; g++) total += hPart[g];
-    float scale = inversesqrt(total / float(hd) + p.eps);
-    if (tid < 64u) {
-        for (uint j = tid; j < hd; j += 64u) hv[j] = hv[j] * scale * nw[j];
-    }
-    barrier();
-    if (p.keys == 0u) {
-        if (tid < 64u) {
-            for (uint j = tid; j < hd; j += 64u) y[base + j] = ropeRotated(j, 0u, p.ropeDim, p.neox != 0u);
-        }
-    } else if (tid < 64u) {
-        for (uint e = 2u * tid; e < hd; e += 128u) {
-            kc[(pos[0] * p.N + base + e) / 2u] = packHalf2x16(vec2(roundHalf(ropeRotated(e, 0u, p.ropeDim, p.neox != 0u)),
-                                                                   roundHalf(ropeRotated(e + 1u, 0u, p.ropeDim, p.neox != 0u))));
-        }
-    }
-    arrivalDone(head); // for the next layer
-}
-#endif
 
 
 void main() {
@@ -316,8 +247,5 @@ void main() {
     }
 #ifdef ROUND_NEXT
     roundNext(gl_NumWorkGroups.x * gl_NumWorkGroups.y); // every workgroup reaches here
-#endif
-#ifdef ROPE_NORM
-    if (wg * p.rowsPerWG < p.N) normRotateHead(wg * p.rowsPerWG); // uniform: workgroups past the rows count nothing
 #endif
 }

@@ -1,7 +1,7 @@
 // rope_rotate.glsl: element j of a normalized head rotated for token t as rope_kv rotates it
-// (its arithmetic: each product rounded before the sum), included by rope_kv_norm.glsl and
-// matvec_x8.glsl's ROPE_NORM. The including shader declares the head in shared hv[] and the
-// rotation's cosines and sines cs[] (token t's pair i at 2·(t·ropeDim/2 + i)).
+// (its arithmetic: each product rounded before the sum), included by rope_kv_norm.glsl. The
+// including shader declares the head in shared hv[] and the rotation's cosines and sines cs[]
+// (token t's pair i at 2·(t·ropeDim/2 + i)).
 #include "rope_pair.glsl"
 
 float ropeRotated(uint j, uint t, uint ropeDim, bool neox) {

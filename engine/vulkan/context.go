@@ -51,7 +51,6 @@ type Context struct {
 	expertRounds     bool    // a decode step's expert gate+up round their output for the down products (VKLLM_GPU_EXPERT_ROUNDS, an A/B switch)
 	nextRounds       bool    // a decode step's MoE down products round the residual for the next stage (VKLLM_GPU_NEXT_ROUNDS, an A/B switch)
 	argmaxWide       bool    // a decode step's greedy argmax over many workgroups (VKLLM_GPU_ARGMAX_WIDE, an A/B switch)
-	ropeNormFold     bool    // a decode step's q and k products finish their heads as rope_kv_norm does (VKLLM_GPU_ROPE_NORM_FOLD, an A/B switch)
 	deviceLogits     bool    // a decode step's logits in device memory, then copied to the host's (VKLLM_GPU_DEVICE_LOGITS, an A/B switch)
 	sharedX8         bool    // a decode step's shared expert reads the routed experts' int8 rounding (VKLLM_GPU_SHARED_X8, an A/B switch)
 	x8Coop           bool    // a decode step's Q8_0 and Q6_K products copy their blocks through shared memory (matvec_x8_q8_0c, _q6_kc; VKLLM_GPU_X8_COOP, an A/B switch)

@@ -54,7 +54,6 @@ func (c *Context) selectNumericTier() {
 	c.expertRounds = config.GPUExpertRounds.Bool()
 	c.nextRounds = config.GPUNextRounds.Bool()
 	c.argmaxWide = config.GPUArgmaxWide.Bool()
-	c.ropeNormFold = config.GPURopeNormFold.Bool()
 	c.deviceLogits = config.GPUDeviceLogits.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
 	c.swigluF32 = config.GPUSwiGLUF32.Bool()

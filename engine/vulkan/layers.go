@@ -52,21 +52,16 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	stamp := r.stamper(s)
 	qkv := []projection{{l.q, r.q, qd, false}, {l.k, r.k, kd, false}, {l.v, r.v, vd, false}}
 	roped := r.foldsRopeKV(m, variant, qkv)
-	normRoped := !roped && variant != nil && r.foldsRopeNorm(l, m, qkv)
-	switch {
-	case roped:
+	if roped {
 		r.projectQKVRoped(s, l, qkv)
-	case normRoped:
-		r.projectQKVNormRoped(s, l, qkv)
-		roped = true // normalized, rotated and stored: attend starts at the attention
-	default:
+	} else {
 		r.normProject(s, l.attnNorm, dim, m, stamp, qkv...)
 	}
 	s.Barrier()
 	// the variant with per-head norms (headNorms, the only one reading them) runs inside
 	// rope_kv_norm where that serves
 	normsInRope := !roped && variant != nil && r.ropeTakesHeadNorms(l, m)
-	if variant != nil && !normsInRope && !normRoped {
+	if variant != nil && !normsInRope {
 		variant(r, s, l, m)
 		s.Barrier()
 	}
@@ -121,46 +116,6 @@ func (r *Resident) projectQKVRoped(s *Seq, l *layerWeights, qkv []projection) {
 		sl := p.w.slices[0]
 		s.MatVecX8RopeKV(p.w.typ, sl.buf.All(), xq, xs, dst.All(), r.ropeCS.All(), r.pos.All(), k, sl.rows, h.HeadDim, r.ropeDims, x8RopeKVMode(i))
 	}
-}
-
-// foldsRopeNorm reports whether a decode step's query, key and value products of a layer with
-// per-head norms end as rope_kv_norm does (VKLLM_GPU_ROPE_NORM_FOLD): the rounding the
-// products share, each in one slice of a plain int8 kernel, heads of at most 256 whose rows
-// the products' workgroups tile, and room for a count a head.
-func (r *Resident) foldsRopeNorm(l *layerWeights, m int, qkv []projection) bool {
-	h := r.h
-	if !r.c.ropeNormFold || !r.ropeTakesHeadNorms(l, m) || !r.takesX8(h.Dim, m, qkv) || h.Heads > arrivalsMaxHeads || h.HeadsKV > arrivalsMaxHeads ||
-		r.ropeDims%2 != 0 || !x8RopeKVTypes[l.v.typ] {
-		return false
-	}
-	for i, p := range qkv {
-		if len(p.w.slices) != 1 || r.c.x8Dense(p.w.typ) != x8Kernel("matvec_x8_", p.w.typ) {
-			return false
-		}
-		if i < 2 {
-			rows, _, _, _ := r.c.decodeRowGrid(x8Rows[p.w.typ], p.w.slices[0].rows)
-			if h.HeadDim%int(rows) != 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// projectQKVNormRoped records RMSNorm(x)·g rounded once (quantize_x8), then the query and key
-// products finishing their heads as rope_kv_norm does (normalized, rotated, keys into the
-// cache: MatVecX8RopeNorm) and the value product storing into its cache (MatVecX8RopeKV).
-func (r *Resident) projectQKVNormRoped(s *Seq, l *layerWeights, qkv []projection) {
-	h := r.h
-	gb := l.attnNorm.buf.All()
-	xq, xs := r.roundX8(s, r.x.All(), X8Input{Norm: &gb, Eps: h.NormEps}, h.Dim, qkv[0].w.typ)
-	neox := h.Rope.Kind == model.RopeNeoX
-	q, k, v := qkv[0].w.slices[0], qkv[1].w.slices[0], qkv[2].w.slices[0]
-	s.MatVecX8RopeNorm(qkv[0].w.typ, q.buf.All(), xq, xs, r.q.Range(0, uint64(4*q.rows)), r.ropeCS.All(), r.pos.All(), r.q.Range(0, 4),
-		l.qNorm.buf.All(), r.arrivals.Range(arrivalsQHeads, 4*arrivalsMaxHeads), h.Dim, q.rows, h.HeadDim, r.ropeDims, false, neox, h.NormEps)
-	s.MatVecX8RopeNorm(qkv[1].w.typ, k.buf.All(), xq, xs, r.k.Range(0, uint64(4*k.rows)), r.ropeCS.All(), r.pos.All(), l.kCache.All(),
-		l.kNorm.buf.All(), r.arrivals.Range(arrivalsKHeads, 4*arrivalsMaxHeads), h.Dim, k.rows, h.HeadDim, r.ropeDims, true, neox, h.NormEps)
-	s.MatVecX8RopeKV(qkv[2].w.typ, v.buf.All(), xq, xs, l.vCache.All(), r.ropeCS.All(), r.pos.All(), h.Dim, v.rows, h.HeadDim, r.ropeDims, x8StoreValues)
 }
 
 // attend records the rotation of r.q and r.k and the store of r.k and r.v in the layer's cache

@@ -242,15 +242,12 @@ func freeWeight(w weight) {
 
 // The byte offsets of the counts in Resident.arrivals, multiples of 256 (Vulkan's largest
 // minStorageBufferOffsetAlignment): MatVecNormF32Route's at 0, the rounding for the next
-// stage's (MoEDownX8RoundNext, MatVecX8RoundNext), ArgmaxWide's, MatVecX8RopeNorm's query and
-// key heads (up to arrivalsMaxHeads each), then MoEGateUpX8Rounded's blocks.
+// stage's (MoEDownX8RoundNext, MatVecX8RoundNext), ArgmaxWide's, then MoEGateUpX8Rounded's
+// blocks.
 const (
-	arrivalsNext     = 256
-	arrivalsArgmax   = 512
-	arrivalsQHeads   = 768
-	arrivalsKHeads   = 1280
-	arrivalsBlocks   = 1792
-	arrivalsMaxHeads = 128
+	arrivalsNext   = 256
+	arrivalsArgmax = 512
+	arrivalsBlocks = 768
 )
 
 // allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).

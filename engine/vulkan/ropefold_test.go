@@ -208,14 +208,13 @@ func decodeSwitched(t *testing.T, c *Context, m *model.Model, kernel string, set
 }
 
 // withoutStageFolds turns off, for the test, the switches whose last workgroup finishes the next
-// stage (VKLLM_GPU_ROUTE_FUSED, VKLLM_GPU_EXPERT_ROUNDS, VKLLM_GPU_NEXT_ROUNDS,
-// VKLLM_GPU_ROPE_NORM_FOLD): a test counting one fold's barriers counts them against the
-// stages these would take away too.
+// stage (VKLLM_GPU_ROUTE_FUSED, VKLLM_GPU_EXPERT_ROUNDS, VKLLM_GPU_NEXT_ROUNDS): a test
+// counting one fold's barriers counts them against the stages these would take away too.
 func withoutStageFolds(t *testing.T, c *Context) {
 	t.Helper()
-	routed, rounds, next, rope := c.routeFused, c.expertRounds, c.nextRounds, c.ropeNormFold
-	c.routeFused, c.expertRounds, c.nextRounds, c.ropeNormFold = false, false, false, false
-	t.Cleanup(func() { c.routeFused, c.expertRounds, c.nextRounds, c.ropeNormFold = routed, rounds, next, rope })
+	routed, rounds, next := c.routeFused, c.expertRounds, c.nextRounds
+	c.routeFused, c.expertRounds, c.nextRounds = false, false, false
+	t.Cleanup(func() { c.routeFused, c.expertRounds, c.nextRounds = routed, rounds, next })
 }
 
 // maxAbsDiff is the largest |a[i] - b[i]|.
@@ -304,37 +303,4 @@ func TestF32DecodeFoldsNormsAndSwiGLUIntoTheProducts(t *testing.T) {
 		t.Fatalf("logits differ by up to %g from the SwiGLU stage's", worst)
 	}
 	t.Logf("logits within %.2g of the SwiGLU stage's", worst)
-}
-
-// qwen3's and qwen3moe's decode step finish their query and key heads in the products' last
-// workgroup of each head (VKLLM_GPU_ROPE_NORM_FOLD: normalized, rotated, keys and values into
-// the caches, as rope_kv_norm does): one barrier fewer an attention layer, the same logits bit
-// for bit (the same arithmetic, the squares summed by the first 64 threads as rope_kv_norm's
-// workgroup sums them). Fails if not wired.
-func TestHeadNormsRunInsideTheProducts(t *testing.T) {
-	c := ctxOrSkip(t)
-	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
-		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 products", c.Info.Name)
-	}
-	withTier(t, c, false)
-	defer func(x8, on bool) { c.x8, c.ropeNormFold = x8, on }(c.x8, c.ropeNormFold)
-	c.x8 = true
-	for _, tc := range []struct {
-		arch string
-		typ  quant.Type
-	}{{"qwen3", quant.Q8_0}, {"qwen3", quant.Q4_0}, {"qwen3moe", quant.Q8_0}} {
-		t.Run(tc.arch+"/"+tc.typ.String(), func(t *testing.T) {
-			m := loadTiny(t, "", tc.arch, tc.typ, 5)
-			kernel := x8Kernel("matvec_x8_", m.Layers[0].Q.Type) + "_rkn"
-			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.ropeNormFold = on })
-			if d := barriers[false] - barriers[true]; d != len(m.Layers) {
-				t.Errorf("the decode step has %d barriers with the heads finished in the products, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
-			}
-			for i := range logits[false] {
-				if math.Float32bits(logits[false][i]) != math.Float32bits(logits[true][i]) {
-					t.Fatalf("logit %d: %v with the heads finished in the products, %v with rope_kv_norm", i, logits[true][i], logits[false][i])
-				}
-			}
-		})
-	}
 }

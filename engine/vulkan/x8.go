@@ -109,34 +109,6 @@ func (s *Seq) MatVecX8RopeKV(t quant.Type, w, xq, xs, y, cs, pos Binding, k, n, 
 		gx, gy, 1, w, xq, xs, y, cs, pos)
 }
 
-// MatVecX8RopeNorm records a decode step's query (keys false) or key product of a model with
-// per-head norms (weights w of type t, n rows of k) into y, its heads then finished as
-// RopeKVNorm finishes them by the last workgroup of each head's rows (matvec_x8_<t>_rkn):
-// normalized with norm (eps), rotated (ropeDim rows of each head, NEOX pairs with neox) at the
-// token's position, queries left in y, keys stored as f16 into the cache kc at row pos[0].
-// arrivals holds a count a head, 0 before and left 0.
-func (s *Seq) MatVecX8RopeNorm(t quant.Type, w, xq, xs, y, cs, pos, kc, norm, arrivals Binding, k, n, headDim, ropeDim int, keys, neox bool, eps float32) {
-	nr, err := x8Variant(t, w, xq, xs, k, n)
-	rows, share, gx, gy := s.c.decodeRowGrid(nr, n)
-	if err == nil && (headDim <= 0 || headDim > 256 || headDim%2 != 0 || n%headDim != 0 || headDim%int(rows) != 0 || ropeDim%2 != 0 || ropeDim > headDim) {
-		err = fmt.Errorf("%d rows of heads of %d (at most 256), %d rotated, %d rows a workgroup: unsupported", n, headDim, ropeDim, rows)
-	}
-	if err == nil && (y.Size < uint64(4*n) || cs.Size < uint64(2*ropeDim) || norm.Size < uint64(4*headDim) || arrivals.Size < uint64(4*(n/headDim)) ||
-		keys && kc.Size < uint64(2*n)) {
-		err = fmt.Errorf("%v %dx%d: a binding is too small", t, n, k)
-	}
-	if err != nil {
-		s.fail(fmt.Errorf("matvec_x8 head norms+rope: %w", err))
-		return
-	}
-	kern := s.kernel(x8Kernel("matvec_x8_", t)+"_rkn", 9, 44)
-	if kern == nil {
-		return
-	}
-	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, false, share, uint32(headDim), uint32(ropeDim), keys, neox, eps),
-		gx, gy, 1, w, xq, xs, y, cs, pos, kc, norm, arrivals)
-}
-
 // x8Variant checks what every variant of a one-token matvec_x8 product with weights of type t
 // needs (MatVecX8RopeKV, MatVecX8Conv): a kernel for t, whole blocks, and bindings holding the
 // n rows of k elements and their rounded input; it returns the rows of a subgroup's pass.
