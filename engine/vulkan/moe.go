@@ -25,66 +25,27 @@ const (
 // first), following the gating, the renormalisation (norm) and the scale as engine/cpu's route
 // does.
 func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating model.Gating, norm bool, scale float32) {
-	if m <= 0 {
-		s.fail(fmt.Errorf("moe route: %d of %d experts for %d tokens", used, experts, m))
+	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) || m <= 0 {
+		s.fail(fmt.Errorf("moe route: %d of %d experts for %d tokens (at most %d experts, %d used)", used, experts, m, moeMaxExperts, moeMaxUsed))
 		return
 	}
-	if err := s.checkRoute(experts, used, gating); err != nil {
-		s.fail(fmt.Errorf("moe route: %w", err))
+	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
+		s.fail(fmt.Errorf("moe route: gating %v has no kernel", gating))
+		return
+	}
+	if !s.c.Info.Features[FeatureSubgroupArith] {
+		s.fail(fmt.Errorf("moe route: device %q has no subgroup arithmetic in compute shaders, which the router's reductions use", s.c.Info.Name))
 		return
 	}
 	kern := s.kernel("moe_route", 3, 24)
 	if kern == nil {
 		return
 	}
-	gx, gy := grid1D(m)
-	s.Dispatch(kern, Push(uint32(experts), uint32(used), uint32(m), uint32(gating), norm, routeScale(scale)), gx, gy, 1, logits, ids, wts)
-}
-
-// checkRoute reports why moe_route.glsl cannot route used of experts by gating on this device.
-func (s *Seq) checkRoute(experts, used int, gating model.Gating) error {
-	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) {
-		return fmt.Errorf("%d of %d experts (at most %d experts, %d used)", used, experts, moeMaxExperts, moeMaxUsed)
-	}
-	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
-		return fmt.Errorf("gating %v has no kernel", gating)
-	}
-	if !s.c.Info.Features[FeatureSubgroupArith] {
-		return fmt.Errorf("device %q has no subgroup arithmetic in compute shaders, which the router's reductions use", s.c.Info.Name)
-	}
-	return nil
-}
-
-// routeScale is the factor the routing kernels put on the weights: scale, 1 for none (0).
-func routeScale(scale float32) float32 {
 	if scale == 0 {
-		return 1
+		scale = 1
 	}
-	return scale
-}
-
-// MatVecNormF32Route records a decode step's router and routing in one dispatch
-// (matvec_norm_f32_route): logits = W·RMSNorm(x)·g as MatVecNormF32 computes them (experts rows
-// of k), then, in the last workgroup to finish, the token's used expert ids and weights from
-// them as MoERoute selects them. arrivals is a 4-byte counter that must hold 0 before the first
-// such dispatch; each dispatch leaves it 0.
-func (s *Seq) MatVecNormF32Route(w, x, g, logits, ids, wts, arrivals Binding, k, experts, used int, gating model.Gating, norm bool, scale, eps float32) {
-	if k%4 != 0 || w.Size < uint64(4*k*experts) || x.Size < uint64(4*k) || g.Size < uint64(4*k) || logits.Size < uint64(4*experts) ||
-		ids.Size < uint64(4*used) || wts.Size < uint64(4*used) || arrivals.Size < 4 {
-		s.fail(fmt.Errorf("router with its routing: %d experts of %d (a multiple of 4), %d used: a binding is too small", experts, k, used))
-		return
-	}
-	if err := s.checkRoute(experts, used, gating); err != nil {
-		s.fail(fmt.Errorf("router with its routing: %w", err))
-		return
-	}
-	kern := s.kernel("matvec_norm_f32_route", 7, 28)
-	if kern == nil {
-		return
-	}
-	rows := max(1, s.c.subgroupsPerWorkgroup()/2) // a row per subgroup of 64 threads
-	s.Dispatch(kern, Push(uint32(k), uint32(experts), eps, uint32(used), uint32(gating), norm, routeScale(scale)), uint32((experts+rows-1)/rows), 1, 1,
-		w, x, g, logits, ids, wts, arrivals)
+	gx, gy := grid1D(m)
+	s.Dispatch(kern, Push(uint32(experts), uint32(used), uint32(m), uint32(gating), norm, scale), gx, gy, 1, logits, ids, wts)
 }
 
 // moeExpertRows is the rows one group of moe_matvec's lanes takes (the shader's NR).

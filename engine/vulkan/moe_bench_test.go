@@ -184,10 +184,9 @@ func u32Bytes(v []uint32) []byte {
 // experts and the Qwen3.5/3.6 MoEs' 256, 8 used, softmax with renormalisation, each followed
 // by a barrier as in the token command, beside a barrier alone: the 30B-A3B's decode profile
 // on the H200 gave the route stage ~20 µs a layer, about 12 more than a stage as small as
-// rope_kv. Then the router's normed product (matvec_norm_f32, 2048 wide), the product with its
-// routing in one dispatch (matvec_norm_f32_route, VKLLM_GPU_ROUTE_FUSED) and the product then
-// moe_route as two stages, and the decode step's normed int8 rounding (quantize_x8 with the
-// norm) of 2048 and 4096: the small stages whose time is latency.
+// rope_kv. Then the router's normed product (matvec_norm_f32, 2048 wide) alone and followed by
+// moe_route (the two stages a decode step records), and the decode step's normed int8 rounding
+// (quantize_x8 with the norm) of 2048 and 4096: the small stages whose time is latency.
 // Run on a real GPU: -test.run '^$' -test.bench MoERoute -test.benchtime 3x.
 func BenchmarkMoERoute(b *testing.B) {
 	c := ctxOrSkip(b)
@@ -208,23 +207,19 @@ func BenchmarkMoERoute(b *testing.B) {
 	}
 	const dim = 2048
 	x, g := benchBuffer(b, c, f32Bytes(randVec(rng, dim, 1))), benchBuffer(b, c, f32Bytes(randVec(rng, dim, 1)))
-	arrivals := benchBuffer(b, c, make([]byte, 4))
 	for _, experts := range []int{128, 256} {
 		w := benchBuffer(b, c, f32Bytes(randVec(rng, experts*dim, 0.05)))
 		logits := benchBuffer(b, c, make([]byte, 4*experts))
 		product := bestNsPerRep(b, c, reps, func(s *Seq) {
 			s.MatVecNormF32(w.All(), x.All(), g.All(), logits.All(), dim, experts, 1e-6)
 		})
-		fused := bestNsPerRep(b, c, reps, func(s *Seq) {
-			s.MatVecNormF32Route(w.All(), x.All(), g.All(), logits.All(), ids.All(), wts.All(), arrivals.All(), dim, experts, used, model.GatingSoftmax, true, 1, 1e-6)
-		})
 		apart := bestNsPerRep(b, c, reps, func(s *Seq) {
 			s.MatVecNormF32(w.All(), x.All(), g.All(), logits.All(), dim, experts, 1e-6)
 			s.Barrier()
 			s.MoERoute(logits.All(), ids.All(), wts.All(), experts, used, 1, model.GatingSoftmax, true, 1)
 		})
-		fmt.Printf("router %dx%d f32 normed product: %.2f us (%.0f GB/s); with its routing in one dispatch: %.2f us; product then moe_route: %.2f us\n",
-			experts, dim, product/1e3, float64(4*experts*dim)/product, fused/1e3, apart/1e3)
+		fmt.Printf("router %dx%d f32 normed product: %.2f us (%.0f GB/s); product then moe_route: %.2f us\n",
+			experts, dim, product/1e3, float64(4*experts*dim)/product, apart/1e3)
 	}
 	for _, k := range []int{2048, 4096} {
 		xk, gk := benchBuffer(b, c, f32Bytes(randVec(rng, k, 1))), benchBuffer(b, c, f32Bytes(randVec(rng, k, 1)))

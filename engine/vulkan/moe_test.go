@@ -531,106 +531,6 @@ func TestMatVecNormF32MatchesFloat64Reference(t *testing.T) {
 	}
 }
 
-// The router with its routing in one dispatch (matvec_norm_f32_route) writes logits within
-// matvec_norm_f32's bound of a float64 reference, and the ids and weights moe_route computes
-// from those logits, bit for bit: Qwen3-30B-A3B's router (128 of 2048, 8 used, softmax with
-// renormalisation), the Qwen3.5/3.6 MoEs' 256, a row too wide for the kernel's shared copy of x,
-// and counts that leave a workgroup's subgroups idle, every gating. Three layers in one command
-// (each dispatch's last workgroup resets the arrival count for the next; the count is then read
-// back as 0): a count left behind would skip a layer's routing, whose ids stay poisoned.
-func TestMatVecNormF32RouteEqualsTheProductThenMoERoute(t *testing.T) {
-	c := ctxOrSkip(t)
-	if !c.Info.Features[FeatureSubgroupArith] {
-		t.Skipf("%s: no subgroup arithmetic, so no matvec_norm_f32_route", c.Info.Name)
-	}
-	rng := rand.New(rand.NewSource(23))
-	for _, tc := range []struct {
-		k, experts, used int
-		gating           model.Gating
-		norm             bool
-		scale            float32
-	}{
-		{2048, 128, 8, model.GatingSoftmax, true, 1},
-		{2048, 256, 8, model.GatingSoftmax, true, 1},
-		{2560, 60, 4, model.GatingSoftmax, false, 1},
-		{256, 13, 2, model.GatingSigmoid, true, 2.5},
-		{512, 60, 6, model.GatingSoftmaxSelected, true, 1},
-	} {
-		name := fmt.Sprintf("%dx%d/k%d/%v/norm%v", tc.experts, tc.k, tc.used, tc.gating, tc.norm)
-		t.Run(name, func(t *testing.T) {
-			const layers, eps = 3, 1e-6
-			arrivals := uploadU32(t, c, []uint32{0})
-			type layer struct {
-				w, x, g       []float32
-				wb, xb, gb    *Buffer
-				yb, ib, wtb   *Buffer
-				refIb, refWtb *Buffer
-			}
-			ls := make([]layer, layers)
-			for i := range ls {
-				l := &ls[i]
-				l.w, l.x, l.g = randVec(rng, tc.experts*tc.k, 0.05), randVec(rng, tc.k, 3), randVec(rng, tc.k, 1)
-				l.wb, l.xb, l.gb, l.yb = upload(t, c, l.w), upload(t, c, l.x), upload(t, c, l.g), upload(t, c, poisoned(tc.experts))
-				l.ib, l.wtb = uploadU32(t, c, slices.Repeat([]uint32{0xdeadbeef}, tc.used)), upload(t, c, poisoned(tc.used))
-				l.refIb, l.refWtb = zeros(t, c, tc.used), zeros(t, c, tc.used)
-			}
-			run(t, c, func(s *Seq) {
-				for _, l := range ls {
-					s.MatVecNormF32Route(l.wb.All(), l.xb.All(), l.gb.All(), l.yb.All(), l.ib.All(), l.wtb.All(), arrivals.All(),
-						tc.k, tc.experts, tc.used, tc.gating, tc.norm, tc.scale, eps)
-					s.Barrier()
-				}
-				for _, l := range ls { // moe_route on the same logits
-					s.MoERoute(l.yb.All(), l.refIb.All(), l.refWtb.All(), tc.experts, tc.used, 1, tc.gating, tc.norm, tc.scale)
-				}
-			})
-			for i, l := range ls {
-				got := readF32(t, l.yb, tc.experts)
-				ss := 0.0
-				for _, v := range l.x {
-					ss += float64(v) * float64(v)
-				}
-				scale := 1 / math.Sqrt(ss/float64(tc.k)+eps)
-				for r := range tc.experts {
-					ref, mag := 0.0, 0.0
-					for j := range tc.k {
-						p := float64(l.w[r*tc.k+j]) * float64(l.x[j]) * scale * float64(l.g[j])
-						ref += p
-						mag += math.Abs(p)
-					}
-					if e := math.Abs(float64(got[r]) - ref); !(e <= 1e-5*mag+1e-6) {
-						t.Fatalf("layer %d logit %d: %v, float64 %v (bound %g)", i, r, got[r], ref, 1e-5*mag+1e-6)
-					}
-				}
-				ids, err := l.ib.ReadU32(0, tc.used)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := l.refIb.ReadU32(0, tc.used)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(ids, want) {
-					t.Fatalf("layer %d: experts %v, moe_route on the same logits %v", i, ids, want)
-				}
-				wts, wantW := readF32(t, l.wtb, tc.used), readF32(t, l.refWtb, tc.used)
-				for j := range wts {
-					if math.Float32bits(wts[j]) != math.Float32bits(wantW[j]) {
-						t.Fatalf("layer %d choice %d (expert %d): weight %v, moe_route's %v", i, j, ids[j], wts[j], wantW[j])
-					}
-				}
-			}
-			left, err := arrivals.ReadU32(0, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if left[0] != 0 {
-				t.Fatalf("the arrival count is %d after the dispatches, want 0", left[0])
-			}
-		})
-	}
-}
-
 // A qwen3moe decode step on the int8 expert products normalizes inside the router's product
 // and the experts' rounding (VKLLM_GPU_ROUTER_NORM): one barrier fewer a layer, the same
 // routing (logits within f32-level differences of the RMSNorm stage's). Fails if not wired.
@@ -655,30 +555,6 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 	t.Logf("logits within %.2g of the RMSNorm stage's", worst)
 }
 
-// A qwen3moe decode step routes in its router's product (VKLLM_GPU_ROUTE_FUSED: the product's
-// last workgroup selects the experts): one barrier fewer a layer, logits within f32-level
-// differences of the route stage's (the fused kernel's 64-thread workgroups sum the norm's
-// squares in another order). Fails if not wired.
-func TestMoEDecodeRoutesInTheRouter(t *testing.T) {
-	c := ctxOrSkip(t)
-	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
-		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
-	}
-	withTier(t, c, false)
-	defer func(x8, norm, on bool) { c.x8, c.routerNorm, c.routeFused = x8, norm, on }(c.x8, c.routerNorm, c.routeFused)
-	c.x8, c.routerNorm = true, true
-	m := loadTiny(t, "", "qwen3moe", quant.Q4_K, 9)
-	logits, barriers := decodeSwitched(t, c, m, "matvec_norm_f32_route", func(on bool) { c.routeFused = on })
-	if d := barriers[false] - barriers[true]; d != len(m.Layers) {
-		t.Errorf("the decode step has %d barriers routing in the router, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
-	}
-	worst := maxAbsDiff(logits[false], logits[true])
-	if !(worst <= 0.1) {
-		t.Fatalf("logits differ by up to %g from the route stage's", worst)
-	}
-	t.Logf("logits within %.2g of the route stage's", worst)
-}
-
 // A qwen3moe decode step's expert gate and up products round their output for the down
 // products themselves (VKLLM_GPU_EXPERT_ROUNDS): one barrier fewer a layer, and the same logits
 // bit for bit (the same rounding, made by the products' last workgroup of each block). Q8_0
@@ -691,26 +567,18 @@ func TestMoEDecodeExpertsRoundTheirOutput(t *testing.T) {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, on, routed, norm bool) {
-		c.x8, c.expertRounds, c.routeFused, c.routerNorm = x8, on, routed, norm
-	}(c.x8, c.expertRounds, c.routeFused, c.routerNorm)
+	defer func(x8, on, norm bool) { c.x8, c.expertRounds, c.routerNorm = x8, on, norm }(c.x8, c.expertRounds, c.routerNorm)
 	c.x8, c.routerNorm = true, true
-	for _, routed := range []bool{false, true} { // beside the fused route too: the two share the arrival counts' buffer
-		typ := quant.Q8_0
-		c.routeFused = routed
-		t.Run(fmt.Sprintf("%v/route-fused=%v", typ, routed), func(t *testing.T) {
-			m := loadTiny(t, "", "qwen3moe", typ, 9)
-			kernel := x8Kernel("moe_matvec_x8_", typ) + "_r"
-			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.expertRounds = on })
-			if d := barriers[false] - barriers[true]; d != len(m.Layers) {
-				t.Errorf("the decode step has %d barriers with the experts rounding, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
-			}
-			for i := range logits[false] {
-				if math.Float32bits(logits[false][i]) != math.Float32bits(logits[true][i]) {
-					t.Fatalf("logit %d: %v with the experts rounding, %v without", i, logits[true][i], logits[false][i])
-				}
-			}
-		})
+	m := loadTiny(t, "", "qwen3moe", quant.Q8_0, 9)
+	kernel := x8Kernel("moe_matvec_x8_", quant.Q8_0) + "_r"
+	logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.expertRounds = on })
+	if d := barriers[false] - barriers[true]; d != len(m.Layers) {
+		t.Errorf("the decode step has %d barriers with the experts rounding, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
+	}
+	for i := range logits[false] {
+		if math.Float32bits(logits[false][i]) != math.Float32bits(logits[true][i]) {
+			t.Fatalf("logit %d: %v with the experts rounding, %v without", i, logits[true][i], logits[false][i])
+		}
 	}
 }
 
@@ -720,24 +588,24 @@ func TestMoEDecodeExpertsRoundTheirOutput(t *testing.T) {
 // differences (the sum of squares runs in another order; an int8 rounding flipped by the last
 // bit moves a tiny model's logits by a few hundredths), on qwen3moe and on the qwen35moe
 // hybrid (a shared expert; DeltaNet and gated attention layers after it), and on qwen3moe with
-// the other two fused forms on. Fails if not wired.
+// the experts rounding their output too (VKLLM_GPU_EXPERT_ROUNDS). Fails if not wired.
 func TestMoEDecodeDownRoundsForTheNextStage(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, on, routed, rounds, norm bool) {
-		c.x8, c.nextRounds, c.routeFused, c.expertRounds, c.routerNorm = x8, on, routed, rounds, norm
-	}(c.x8, c.nextRounds, c.routeFused, c.expertRounds, c.routerNorm)
+	defer func(x8, on, rounds, norm bool) {
+		c.x8, c.nextRounds, c.expertRounds, c.routerNorm = x8, on, rounds, norm
+	}(c.x8, c.nextRounds, c.expertRounds, c.routerNorm)
 	c.x8, c.routerNorm = true, true
 	for _, tc := range []struct {
-		arch          string
-		otherSwitches bool // VKLLM_GPU_ROUTE_FUSED and VKLLM_GPU_EXPERT_ROUNDS on: the three share the arrival counts' buffer
+		arch         string
+		expertRounds bool // VKLLM_GPU_EXPERT_ROUNDS on: the two share the arrival counts' buffer
 	}{{"qwen3moe", false}, {"qwen35moe", false}, {"qwen3moe", true}} {
 		arch := tc.arch
-		c.routeFused, c.expertRounds = tc.otherSwitches, tc.otherSwitches
-		t.Run(fmt.Sprintf("%s/others=%v", arch, tc.otherSwitches), func(t *testing.T) {
+		c.expertRounds = tc.expertRounds
+		t.Run(fmt.Sprintf("%s/expert-rounds=%v", arch, tc.expertRounds), func(t *testing.T) {
 			m := loadTiny(t, "", arch, quant.Q8_0, 9)
 			kernel := x8Kernel("moe_down_x8_", m.Layers[0].MoE.Down.Type) + "_n"
 			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.nextRounds = on })

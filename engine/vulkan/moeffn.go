@@ -241,13 +241,12 @@ func freeWeight(w weight) {
 }
 
 // The byte offsets of the counts in Resident.arrivals, multiples of 256 (Vulkan's largest
-// minStorageBufferOffsetAlignment): MatVecNormF32Route's at 0, the rounding for the next
-// stage's (MoEDownX8RoundNext, MatVecX8RoundNext), ArgmaxWide's, then MoEGateUpX8Rounded's
-// blocks.
+// minStorageBufferOffsetAlignment): the rounding for the next stage's (MoEDownX8RoundNext,
+// MatVecX8RoundNext), ArgmaxWide's, then MoEGateUpX8Rounded's blocks.
 const (
-	arrivalsNext   = 256
-	arrivalsArgmax = 512
-	arrivalsBlocks = 768
+	arrivalsNext   = 0
+	arrivalsArgmax = 256
+	arrivalsBlocks = 512
 )
 
 // allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).
@@ -458,27 +457,18 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		expertIn = r.xq.Range(0, uint64(4*m*dim))
 		s.QuantizeActivations(w.gate.typ, xn, expertIn, dim, m, dim)
 	}
-	// Without a shared expert, the router's last workgroup may route too (no route stage: a
-	// shared expert's gate and up run in that stage anyway).
-	routed := normInRouter && r.c.routeFused && w.shared == nil
-	switch {
-	case routed:
-		s.MatVecNormF32Route(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)),
-			ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)), r.arrivals.Range(0, 4), dim, p.Experts, p.Used, p.Gating, p.NormWeights, p.WeightsScale, h.NormEps)
-	case normInRouter:
+	if normInRouter {
 		s.MatVecNormF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)), dim, p.Experts, h.NormEps)
 		if w.shared != nil {
 			s.MatVecNormF32(w.shared.gating.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.gateLogit.Range(0, 4), dim, 1, h.NormEps)
 		}
-	default:
+	} else {
 		r.project(s, xn, dim, m, router...)
 	}
 	s.Barrier()
 	stamp("router")
-	if !routed {
-		s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
-			p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
-	}
+	s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
+		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
 	switch {
 	case sharedX8:
 		// the shared expert's gate and up beside the route; then the rest in three stages
@@ -491,13 +481,11 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	case fold && w.shared != nil:
 		r.sharedExpert(s, w.shared, xn, m)
 		s.Barrier()
-	case !routed:
+	default:
 		s.Barrier()
 	}
 	r.captureRouting(s, m)
-	if !routed {
-		stamp("route")
-	}
+	stamp("route")
 	if m > 1 {
 		tilePairs := moeTilePairs
 		if r.c.moeUsesCoopmat(w.gate.typ, dim) && r.c.moeUsesCoopmat(w.up.typ, dim) && r.c.moeUsesCoopmat(w.down.typ, ff) {

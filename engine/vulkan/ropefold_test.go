@@ -208,13 +208,13 @@ func decodeSwitched(t *testing.T, c *Context, m *model.Model, kernel string, set
 }
 
 // withoutStageFolds turns off, for the test, the switches whose last workgroup finishes the next
-// stage (VKLLM_GPU_ROUTE_FUSED, VKLLM_GPU_EXPERT_ROUNDS, VKLLM_GPU_NEXT_ROUNDS): a test
-// counting one fold's barriers counts them against the stages these would take away too.
+// stage (VKLLM_GPU_EXPERT_ROUNDS, VKLLM_GPU_NEXT_ROUNDS): a test counting one fold's barriers
+// counts them against the stages these would take away too.
 func withoutStageFolds(t *testing.T, c *Context) {
 	t.Helper()
-	routed, rounds, next := c.routeFused, c.expertRounds, c.nextRounds
-	c.routeFused, c.expertRounds, c.nextRounds = false, false, false
-	t.Cleanup(func() { c.routeFused, c.expertRounds, c.nextRounds = routed, rounds, next })
+	rounds, next := c.expertRounds, c.nextRounds
+	c.expertRounds, c.nextRounds = false, false
+	t.Cleanup(func() { c.expertRounds, c.nextRounds = rounds, next })
 }
 
 // maxAbsDiff is the largest |a[i] - b[i]|.
