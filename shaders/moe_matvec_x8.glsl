@@ -19,18 +19,7 @@ layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
 layout(std430, binding = 0) readonly buffer W4b { uvec4 w4[]; };
 layout(std430, binding = 1) readonly buffer Xb { uvec4 xq4[]; };
 layout(std430, binding = 2) readonly buffer Sb { vec2 xs[]; };
-#ifdef ROUND_OUT
-// ROUND_OUT (moe_matvec_x8_<type>_r, a decode step's gate, up and SwiGLU): Y is also rounded as
-// quantize_x8 rounds the down products' input (32-blocks, or Q8_K's 256-blocks with q8k), into
-// hq and hs in its layout, by the last workgroup to finish each block's rows (counted in
-// arrivals[q·blocks + block], which it resets): no rounding stage between gate+up and down.
-layout(std430, binding = 3) coherent buffer Yb { float y[]; };
-layout(std430, binding = 5) writeonly buffer HQb { uint hq[]; };
-layout(std430, binding = 6) writeonly buffer HSb { vec2 hs[]; };
-layout(std430, binding = 7) coherent buffer Cb { uint arrivals[]; };
-#else
 layout(std430, binding = 3) writeonly buffer Yb { float y[]; };
-#endif
 layout(std430, binding = 4) readonly buffer Ib { uint ids[]; };
 layout(push_constant) uniform P {
     uint K;        // row length (elements, a multiple of 32 and of the block)
@@ -42,9 +31,6 @@ layout(push_constant) uniform P {
     uint yStride;  // elements between Y rows
     uint rowsPerX; // row groups per grid line (gl_NumWorkGroups.x)
     uint pairOff;  // 0, or the byte offset of the up experts in W (gate, up and SwiGLU at once)
-#ifdef ROUND_OUT
-    uint q8k;      // 1: Q8_K's 256-blocks, 0: 32-blocks (N a multiple of the block)
-#endif
 } p;
 
 #ifndef NR_ROWS
@@ -53,7 +39,7 @@ layout(push_constant) uniform P {
 const uint NR = NR_ROWS;
 
 #include "x8_unit.glsl"
-#include "exact.glsl" // expExact, divExact: swiglu.comp's SwiGLU; roundHalf, divExact: quantize_x8's rounding
+#include "exact.glsl" // expExact, divExact: swiglu.comp's SwiGLU
 
 // products writes rows row0.. of pair q (expert e) of Y.
 void products(uint q, uint e, uint row0) {
@@ -93,78 +79,6 @@ void products(uint q, uint e, uint row0) {
     }
 }
 
-#ifdef ROUND_OUT
-#include "last_arrival.glsl"
-#include "x8_round.glsl"
-shared float rMag[64], rVal[64]; // each word's (Q8_K: each 8-word group's) largest magnitude, its signed value
-shared float rSum[64];           // each word's Σq
-
-// roundBlock rounds the block of Y's pair q holding rows wgRow0.. once every workgroup of the
-// block has written its rows: the last to arrive reads the block's values and writes them as
-// quantize_x8 would (the same operations: a word of four values a thread, the first largest
-// magnitude in element order for Q8_K). Every thread of the workgroup calls it.
-void roundBlock(uint q, uint wgRow0) {
-    uint tid = gl_LocalInvocationID.x;
-    uint B = p.q8k != 0u ? 256u : 32u;
-    uint blk = wgRow0 / B, b0 = blk * B;
-    uint rowsWG = NR * gl_NumSubgroups;
-    uint slot = q * (p.N / B) + blk;
-    if (!lastToArrive(slot, B / rowsWG)) return; // uniform: every workgroup of the block has written
-    uint words = B / 4u;      // 8 or 64, at most the workgroup's 128 threads
-    bool mine = tid < words;
-    uint e = b0 + 4u * tid;   // this thread's word: elements e..e+3 of the row
-    uint yr = q * p.yStride;
-    vec4 v = mine ? vec4(y[yr + e], y[yr + e + 1u], y[yr + e + 2u], y[yr + e + 3u]) : vec4(0.0);
-    float tv, tm = x8FirstMax(v, tv);
-    if (mine) {
-        rMag[tid] = tm;
-        rVal[tid] = tv;
-    }
-    barrier();
-    ivec4 qv;
-    float d;
-    if (p.q8k != 0u) { // uniform
-        // each 8-word group's first largest magnitude, then the block's over its 8 groups
-        float gm = 0.0, gv = 0.0;
-        if (tid < 8u) {
-            gm = rMag[8u * tid];
-            gv = rVal[8u * tid];
-            for (uint j = 1u; j < 8u; j++) {
-                if (rMag[8u * tid + j] > gm) { gm = rMag[8u * tid + j]; gv = rVal[8u * tid + j]; }
-            }
-        }
-        barrier(); // every group has read its words
-        if (tid < 8u) {
-            rMag[tid] = gm;
-            rVal[tid] = gv;
-        }
-        barrier();
-        float bm = rMag[0], bv = rVal[0];
-        for (uint j = 1u; j < 8u; j++) {
-            if (rMag[j] > bm) { bm = rMag[j]; bv = rVal[j]; }
-        }
-        qv = x8RoundQ8K(v, bm, bv, d);
-    } else {
-        float amax = 0.0;
-        [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, rMag[j]);
-        qv = x8Round32(v, amax, d);
-    }
-    if (mine) rSum[tid] = float((qv.x + qv.y) + (qv.z + qv.w));
-    barrier();
-    if (mine) {
-        uint u = e / 32u, j = (e % 32u) / 4u;
-        uint q0 = q * ((p.N / 32u + 31u) / 32u) * 256u; // the pair's words: x8QuantBytes(N) / 4
-        hq[q0 + x8WordIndex(u, j)] = x8Word(qv);
-        if (j == 0u) {
-            float sum = 0.0;
-            [[unroll]] for (uint jj = 0u; jj < 8u; jj++) sum += rSum[tid + jj];
-            hs[q * (p.N / 32u) + u] = vec2(d, sum);
-        }
-    }
-    arrivalDone(slot); // for the next layer
-}
-#endif
-
 void main() {
 #if defined(T_IQUANT)
     x8TablesLoad();
@@ -175,11 +89,6 @@ void main() {
     uint wgRow0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR * gl_NumSubgroups;
     if (e < p.e0 || e - p.e0 >= p.ne || wgRow0 >= p.N) return; // uniform over the workgroup
     uint row0 = wgRow0 + gl_SubgroupID * NR;
-#ifdef ROUND_OUT
-    if (row0 < p.N) products(q, e, row0); // no subgroup leaves: barriers follow
-    roundBlock(q, wgRow0);
-#else
     if (row0 >= p.N) return; // uniform over the subgroup (no barriers follow)
     products(q, e, row0);
-#endif
 }

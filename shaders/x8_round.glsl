@@ -1,6 +1,6 @@
 // x8_round.glsl: the arithmetic of rounding a row for the int8 products, a word of four values
-// a thread, shared by quantize_x8 and the kernels whose last workgroup rounds what they wrote
-// (round_next.glsl, moe_matvec_x8.glsl's roundBlock), so the three round bit for bit alike.
+// a thread, shared by quantize_x8 and round_next.glsl, whose last workgroup rounds what its
+// kernel wrote, so the two round bit for bit alike.
 // The block reductions between these steps (shared memory, barriers) stay with each caller.
 // Needs exact.glsl (divExact, roundHalf).
 #ifndef X8_ROUND_GLSL

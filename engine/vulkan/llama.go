@@ -100,7 +100,7 @@ type Resident struct {
 	// otherwise); headOut is where the head being recorded writes (nil: r.logits)
 	logitsDev, headOut *Buffer
 	// arrivals counts finished workgroups for the kernels whose last workgroup finishes the
-	// stage (0 between dispatches), at arrivalsNext and arrivalsBlocks
+	// stage (0 between dispatches), at arrivalsNext and arrivalsArgmax
 	arrivals            *Buffer
 	stage               *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
 	stagePlans          map[int][]stageStep // per window size: its stagings in order (plannedStagings)
@@ -506,7 +506,7 @@ func (r *Resident) allocScratch(window int) error {
 		{&r.att, r.rows * h.QDim(), false}, {&r.gate, r.rows * ff, false}, {&r.up, r.rows * ff, false},
 		{&r.xq, r.rows * max(ff, h.QDim(), h.Dim, h.SSM.ValueDim()), false},
 		{&r.ids, r.rows, true}, {&r.pos, 1, true}, {&r.ropeCS, r.rows * r.ropeDims, true},
-		{&r.arrivals, arrivalsBlocks/4 + h.MoE.Used*((h.MoE.FFN+31)/32), false},
+		{&r.arrivals, arrivalsArgmax/4 + 1, false},
 	}
 	for _, a := range r.deltaScratchAllocs() {
 		allocs = append(allocs, alloc{a.dst, a.n, false})

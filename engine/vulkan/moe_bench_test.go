@@ -134,26 +134,6 @@ func benchMoEDecodeX8(b *testing.B, c *Context, typ quant.Type, gateUp, down, id
 	}
 	b.Logf("%v decode x8: %.1f us a layer's experts in all", typ, total)
 	b.ReportMetric(total, typ.String()+"-x8-m1-us")
-	// VKLLM_GPU_EXPERT_ROUNDS: gate+up+SwiGLU rounding its own output (the last workgroup of each
-	// block), against the two stages it replaces (the products, then the hidden rows' rounding)
-	hq8k := q8k && ff%256 == 0
-	block := 32
-	if hq8k {
-		block = 256
-	}
-	if block%(moeX8RowsOf(typ)*c.subgroupsPerWorkgroup()) != 0 {
-		return
-	}
-	arrivals := benchBuffer(b, c, make([]byte, 4*used*ff/block))
-	rounded := bestNsPerRep(b, c, reps, func(s *Seq) {
-		s.MoEGateUpX8Rounded(typ, gateUp.All(), xq.All(), xs.All(), hid.All(), ids.All(), hq.All(), hs.All(), arrivals.All(), upOff, dim, ff, ne, used, used, hq8k)
-	}) / 1e3
-	apart := bestNsPerRep(b, c, reps, func(s *Seq) {
-		s.MoEMatVecX8(typ, gateUp.All(), xq.All(), xs.All(), hid.All(), ids.All(), upOff, dim, ff, 0, ne, used, used, false, ff)
-		s.Barrier()
-		s.QuantizeX8(hid.All(), hq.All(), hs.All(), ff, used, X8Input{Q8K: hq8k})
-	}) / 1e3
-	b.Logf("%v decode x8: gate+up+SwiGLU rounding its output %.1f us, the products then quantize_x8 %.1f us", typ, rounded, apart)
 	// VKLLM_GPU_NEXT_ROUNDS: down+combine rounding the residual for the next stage (its last
 	// workgroup), against down+combine then quantize_x8 with the norm
 	g := benchBuffer(b, c, f32Bytes(randVec(rng, dim, 1)))

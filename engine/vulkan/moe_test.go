@@ -555,57 +555,22 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 	t.Logf("logits within %.2g of the RMSNorm stage's", worst)
 }
 
-// A qwen3moe decode step's expert gate and up products round their output for the down
-// products themselves (VKLLM_GPU_EXPERT_ROUNDS): one barrier fewer a layer, and the same logits
-// bit for bit (the same rounding, made by the products' last workgroup of each block). Q8_0
-// experts (32-blocks: the tiny models' 128-wide down rows leave the K-quants' down products to
-// Q5_0, which has no int8 kernel; TestMoEGateUpX8RoundedEqualsTheProductsThenQuantizeX8 checks
-// the 256-blocks). Fails if not wired.
-func TestMoEDecodeExpertsRoundTheirOutput(t *testing.T) {
-	c := ctxOrSkip(t)
-	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
-		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
-	}
-	withTier(t, c, false)
-	defer func(x8, on, norm bool) { c.x8, c.expertRounds, c.routerNorm = x8, on, norm }(c.x8, c.expertRounds, c.routerNorm)
-	c.x8, c.routerNorm = true, true
-	m := loadTiny(t, "", "qwen3moe", quant.Q8_0, 9)
-	kernel := x8Kernel("moe_matvec_x8_", quant.Q8_0) + "_r"
-	logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.expertRounds = on })
-	if d := barriers[false] - barriers[true]; d != len(m.Layers) {
-		t.Errorf("the decode step has %d barriers with the experts rounding, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
-	}
-	for i := range logits[false] {
-		if math.Float32bits(logits[false][i]) != math.Float32bits(logits[true][i]) {
-			t.Fatalf("logit %d: %v with the experts rounding, %v without", i, logits[true][i], logits[false][i])
-		}
-	}
-}
-
 // A MoE decode step's down products round the residual for the next stage themselves
 // (VKLLM_GPU_NEXT_ROUNDS: the next layer's attention or DeltaNet block, or the head, takes the
 // rounding instead of making its own): one barrier fewer a layer, logits within f32-level
 // differences (the sum of squares runs in another order; an int8 rounding flipped by the last
 // bit moves a tiny model's logits by a few hundredths), on qwen3moe and on the qwen35moe
-// hybrid (a shared expert; DeltaNet and gated attention layers after it), and on qwen3moe with
-// the experts rounding their output too (VKLLM_GPU_EXPERT_ROUNDS). Fails if not wired.
+// hybrid (a shared expert; DeltaNet and gated attention layers after it). Fails if not wired.
 func TestMoEDecodeDownRoundsForTheNextStage(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, on, rounds, norm bool) {
-		c.x8, c.nextRounds, c.expertRounds, c.routerNorm = x8, on, rounds, norm
-	}(c.x8, c.nextRounds, c.expertRounds, c.routerNorm)
+	defer func(x8, on, norm bool) { c.x8, c.nextRounds, c.routerNorm = x8, on, norm }(c.x8, c.nextRounds, c.routerNorm)
 	c.x8, c.routerNorm = true, true
-	for _, tc := range []struct {
-		arch         string
-		expertRounds bool // VKLLM_GPU_EXPERT_ROUNDS on: the two share the arrival counts' buffer
-	}{{"qwen3moe", false}, {"qwen35moe", false}, {"qwen3moe", true}} {
-		arch := tc.arch
-		c.expertRounds = tc.expertRounds
-		t.Run(fmt.Sprintf("%s/expert-rounds=%v", arch, tc.expertRounds), func(t *testing.T) {
+	for _, arch := range []string{"qwen3moe", "qwen35moe"} {
+		t.Run(arch, func(t *testing.T) {
 			m := loadTiny(t, "", arch, quant.Q8_0, 9)
 			kernel := x8Kernel("moe_down_x8_", m.Layers[0].MoE.Down.Type) + "_n"
 			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.nextRounds = on })

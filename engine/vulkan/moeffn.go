@@ -242,11 +242,10 @@ func freeWeight(w weight) {
 
 // The byte offsets of the counts in Resident.arrivals, multiples of 256 (Vulkan's largest
 // minStorageBufferOffsetAlignment): the rounding for the next stage's (MoEDownX8RoundNext,
-// MatVecX8RoundNext), ArgmaxWide's, then MoEGateUpX8Rounded's blocks.
+// MatVecX8RoundNext), then ArgmaxWide's.
 const (
 	arrivalsNext   = 0
 	arrivalsArgmax = 256
-	arrivalsBlocks = 512
 )
 
 // allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).
@@ -496,18 +495,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		stamp("group") // one workgroup (a sort in shared memory): apart from the experts' products in profiles
 	}
 	hid := r.gate.Range(0, uint64(4*pairs*ff))
-	// Without a shared expert, the gate and up products may round their output for the down
-	// products themselves (no rounding stage; a shared expert's down product runs in that stage
-	// anyway).
-	rounded := x8GateUp && x8Down && fold && w.shared == nil && r.c.expertRounds && ff%x8Block(w.down.typ) == 0 &&
-		x8Block(w.down.typ)%(moeX8RowsOf(w.gate.typ)*r.c.subgroupsPerWorkgroup()) == 0
-	if rounded {
-		sl := w.gate.slices[0]
-		s.MoEGateUpX8Rounded(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), hidQ, hidS, r.arrivals.Range(arrivalsBlocks, r.arrivals.Size-arrivalsBlocks), w.upOff,
-			dim, ff, w.gate.count, p.Used, pairs, x8Q8K(w.down.typ))
-		s.Barrier()
-		stamp("ffn_up")
-	} else if x8GateUp {
+	if x8GateUp {
 		sl := w.gate.slices[0]
 		s.MoEMatVecX8(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), w.upOff, dim, ff, 0, w.gate.count, p.Used, pairs, false, ff)
 		s.Barrier()
@@ -532,10 +520,8 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		stamp("swiglu")
 	}
 	if x8Down {
-		if !rounded {
-			s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
-			s.Barrier()
-		}
+		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
+		s.Barrier()
 		if fold {
 			sh, g := ms.out, ms.wts // not read without a shared expert
 			if w.shared != nil {

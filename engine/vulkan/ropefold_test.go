@@ -207,14 +207,14 @@ func decodeSwitched(t *testing.T, c *Context, m *model.Model, kernel string, set
 	return logits, barriers
 }
 
-// withoutStageFolds turns off, for the test, the switches whose last workgroup finishes the next
-// stage (VKLLM_GPU_EXPERT_ROUNDS, VKLLM_GPU_NEXT_ROUNDS): a test counting one fold's barriers
-// counts them against the stages these would take away too.
+// withoutStageFolds turns off, for the test, the switch whose last workgroup finishes the next
+// stage (VKLLM_GPU_NEXT_ROUNDS): a test counting one fold's barriers counts them against the
+// stages it would take away too.
 func withoutStageFolds(t *testing.T, c *Context) {
 	t.Helper()
-	rounds, next := c.expertRounds, c.nextRounds
-	c.expertRounds, c.nextRounds = false, false
-	t.Cleanup(func() { c.expertRounds, c.nextRounds = rounds, next })
+	next := c.nextRounds
+	c.nextRounds = false
+	t.Cleanup(func() { c.nextRounds = next })
 }
 
 // maxAbsDiff is the largest |a[i] - b[i]|.

@@ -449,46 +449,6 @@ func moeX8RowsOf(t quant.Type) int {
 // multiple of 256) it also holds the up experts that far after the gate experts and Y gets
 // silu(gate·x)·(up·x), as SwiGLU computes it.
 func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64, k, n, e0, ne, used, pairs int, xPerPair bool, yStride int) {
-	s.moeMatVecX8(t, w, xq, xs, y, ids, upOff, k, n, e0, ne, used, pairs, xPerPair, yStride, nil)
-}
-
-// x8Block is the block QuantizeX8 rounds activations in for products of type t: Q8_K's 256
-// for the K-quants and i-quants, else 32.
-func x8Block(t quant.Type) int {
-	if x8Q8K(t) {
-		return 256
-	}
-	return 32
-}
-
-// expertRounding is where MoEGateUpX8Rounded rounds its output: quantize_x8's layout in hq and
-// hs, Q8_K's 256-blocks or 32-blocks, and the per-block arrival counts.
-type expertRounding struct {
-	hq, hs, arrivals Binding
-	q8k              bool
-}
-
-// MoEGateUpX8Rounded records a decode step's paired gate, up and SwiGLU expert products
-// (MoEMatVecX8 with upOff) that also round their output y as QuantizeX8(y, hq, hs, n, pairs,
-// {Q8K: q8k}) would, the last workgroup of each block's rows rounding it (moe_matvec_x8_<t>_r):
-// no rounding stage before the down products. w binds every expert; arrivals holds
-// pairs·n/block counts, 0 before the dispatch and left 0 by it.
-func (s *Seq) MoEGateUpX8Rounded(t quant.Type, w, xq, xs, y, ids, hq, hs, arrivals Binding, upOff uint64, k, n, experts, used, pairs int, q8k bool) {
-	block := 32
-	if q8k {
-		block = 256
-	}
-	rows := moeX8RowsOf(t) * s.c.subgroupsPerWorkgroup()
-	if upOff == 0 || n%block != 0 || block%rows != 0 || hq.Size < uint64(pairs*x8QuantBytes(n)) || hs.Size < uint64(pairs*x8ScaleBytes(n)) ||
-		arrivals.Size < uint64(4*pairs*(n/block)) {
-		s.fail(fmt.Errorf("moe gate+up x8 rounded: %v, %d rows in %d-blocks (workgroups of %d rows), %d pairs: not paired, not whole blocks, or a binding too small",
-			t, n, block, rows, pairs))
-		return
-	}
-	s.moeMatVecX8(t, w, xq, xs, y, ids, upOff, k, n, 0, experts, used, pairs, false, n, &expertRounding{hq, hs, arrivals, q8k})
-}
-
-func (s *Seq) moeMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64, k, n, e0, ne, used, pairs int, xPerPair bool, yStride int, round *expertRounding) {
 	name := x8Kernel("moe_matvec_x8_", t)
 	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || ne <= 0 || used <= 0 || pairs <= 0 {
 		s.fail(fmt.Errorf("moe matvec x8: %v rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, %d experts, %d pairs", t, k, n, ne, pairs))
@@ -512,21 +472,21 @@ func (s *Seq) moeMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 	}
 	rows := moeX8RowsOf(t) * s.c.subgroupsPerWorkgroup()
 	gx, gy := grid1D((n + rows - 1) / rows)
-	if round != nil {
-		kern := s.kernel(name+"_r", 8, 40)
-		if kern == nil {
-			return
-		}
-		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(yStride), gx, uint32(upOff), round.q8k),
-			gx, gy, uint32(pairs), w, xq, xs, y, ids, round.hq, round.hs, round.arrivals)
-		return
-	}
 	kern := s.kernel(name, 5, 36)
 	if kern == nil {
 		return
 	}
 	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(yStride), gx, uint32(upOff)),
 		gx, gy, uint32(pairs), w, xq, xs, y, ids)
+}
+
+// x8Block is the block QuantizeX8 rounds activations in for products of type t: Q8_K's 256
+// for the K-quants and i-quants, else 32.
+func x8Block(t quant.Type) int {
+	if x8Q8K(t) {
+		return 256
+	}
+	return 32
 }
 
 // MoEDownX8 records a decode step's expert down products and their combine in one dispatch

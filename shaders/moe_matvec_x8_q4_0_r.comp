@@ -1,5 +1,0 @@
-#version 450
-// moe_matvec_x8_q4_0 with ROUND_OUT: see moe_matvec_x8.glsl.
-#define T_Q4_0
-#define ROUND_OUT // rounds its output for the down products (moe_matvec_x8.glsl)
-#include "moe_matvec_x8.glsl"
