@@ -1,5 +1,5 @@
-// last_arrival.glsl: the hand-off of the kernels whose last workgroup to finish does what the
-// next stage would (round_next.glsl, argmax_wide). The including shader declares
+// last_arrival.glsl: the hand-off of a kernel whose last workgroup to finish combines what the
+// others wrote (argmax_wide). The including shader declares
 // `coherent buffer { uint arrivals[]; }`, the counts, each 0 between dispatches.
 
 shared bool lastArrivalFlag;

@@ -22,20 +22,7 @@ layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
 layout(std430, binding = 0) readonly buffer W4b { uvec4 w4[]; };
 layout(std430, binding = 1) readonly buffer Xb { uvec4 xq4[]; };
 layout(std430, binding = 2) readonly buffer Sb { vec2 xs[]; };
-#ifdef ROUND_NEXT
-// ROUND_NEXT (matvec_x8_<type>_n, a product adding to the residual): the last workgroup to
-// finish normalizes and rounds the whole of y for the next stage's int8 products (round_next.glsl).
-#if defined(CONV) || defined(ROPE_KV) || defined(COOP_LOAD) || defined(Q6K_WIDE)
-#error "matvec_x8.glsl: ROUND_NEXT is for the plain product"
-#endif
-layout(std430, binding = 3) coherent buffer Yb { float y[]; };
-layout(std430, binding = 4) readonly buffer NGb { vec4 ng4[]; };
-layout(std430, binding = 5) writeonly buffer NQb { uint nq[]; };
-layout(std430, binding = 6) writeonly buffer NSb { vec2 ns[]; };
-layout(std430, binding = 7) coherent buffer Cb { uint arrivals[]; };
-#else
 layout(std430, binding = 3) buffer Yb { float y[]; };
-#endif
 layout(push_constant) uniform P {
     uint K;          // row length (elements)
     uint N;          // rows
@@ -50,10 +37,6 @@ layout(push_constant) uniform P {
     uint headDim;    // rows per head
     uint ropeDim;    // the rotated rows of each head (its first ones, in adjacent pairs)
     uint mode;       // 0: queries, rotated into y; 1: keys, rotated into the f16 cache; 2: values into theirs
-#endif
-#ifdef ROUND_NEXT
-    float eps;       // the next norm's epsilon
-    uint q8k;        // 1: Q8_K's 256-blocks, 0: 32-blocks
 #endif
 } p;
 
@@ -167,10 +150,6 @@ uvec4 wordAt(uint g) {
 #include "x8_unit.glsl"
 
 #include "matvec_rows.glsl"
-#ifdef ROUND_NEXT
-#include "exact.glsl" // roundHalf, divExact: quantize_x8's rounding
-#include "round_next.glsl"
-#endif
 
 
 void main() {
@@ -245,7 +224,4 @@ void main() {
 #endif
         finishRows(acc, row0, r0, share);
     }
-#ifdef ROUND_NEXT
-    roundNext(gl_NumWorkGroups.x * gl_NumWorkGroups.y); // every workgroup reaches here
-#endif
 }

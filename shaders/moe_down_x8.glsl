@@ -16,20 +16,7 @@ layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
 layout(std430, binding = 0) readonly buffer W4b { uvec4 w4[]; };
 layout(std430, binding = 1) readonly buffer Xb { uvec4 xq4[]; };
 layout(std430, binding = 2) readonly buffer Sb { vec2 xs[]; };
-#ifdef ROUND_NEXT
-// ROUND_NEXT (moe_down_x8_<type>_n): the residual, once every workgroup has added its rows, is
-// also normalized with the next stage's norm weight ng and rounded as quantize_x8 with F_NORM
-// rounds it (32-blocks, or Q8_K's 256-blocks with q8k) into nq and ns, by the last workgroup to
-// finish (counted in arrivals, which it resets): the next layer's (or the head's) rounding
-// stage goes.
-layout(std430, binding = 3) coherent buffer Yb { float y[]; };  // the residual, added to
-layout(std430, binding = 8) readonly buffer NGb { vec4 ng4[]; };
-layout(std430, binding = 9) writeonly buffer NQb { uint nq[]; };
-layout(std430, binding = 10) writeonly buffer NSb { vec2 ns[]; };
-layout(std430, binding = 11) coherent buffer Cb { uint arrivals[]; };
-#else
 layout(std430, binding = 3) buffer Yb { float y[]; };          // the residual, added to
-#endif
 layout(std430, binding = 4) readonly buffer Ib { uint ids[]; };
 layout(std430, binding = 5) readonly buffer Gw { float wts[]; };
 layout(std430, binding = 6) readonly buffer Hb { float sh[]; }; // the shared expert's output
@@ -40,16 +27,12 @@ layout(push_constant) uniform P {
     uint used;      // pairs of the token
     uint rowsPerX;  // row groups per grid line (gl_NumWorkGroups.x)
     uint hasShared; // 1: add sigmoid(g[0])·sh
-#ifdef ROUND_NEXT
-    float eps;      // the next norm's epsilon
-    uint q8k;       // 1: Q8_K's 256-blocks, 0: 32-blocks
-#endif
 } p;
 
 const uint NR = 2u;
 
 #include "x8_unit.glsl"
-#include "exact.glsl" // expExact, divExact: moe_combine's sigmoid; roundHalf: quantize_x8's rounding
+#include "exact.glsl" // expExact, divExact: moe_combine's sigmoid
 
 // downRows adds rows row0.. of the combined down products to the residual.
 void downRows(uint row0) {
@@ -87,10 +70,6 @@ void downRows(uint row0) {
     }
 }
 
-#ifdef ROUND_NEXT
-#include "round_next.glsl"
-#endif
-
 void main() {
 #if defined(T_IQUANT)
     x8TablesLoad();
@@ -99,12 +78,6 @@ void main() {
     uint wgRow0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR * gl_NumSubgroups;
     if (wgRow0 >= p.N) return; // uniform over the workgroup
     uint row0 = wgRow0 + gl_SubgroupID * NR;
-#ifdef ROUND_NEXT
-    if (row0 < p.N) downRows(row0); // no subgroup leaves: barriers follow
-    uint rowsWG = NR * gl_NumSubgroups;
-    roundNext((p.N + rowsWG - 1u) / rowsWG); // the workgroups past N left above
-#else
     if (row0 >= p.N) return; // uniform over the subgroup (no barriers follow)
     downRows(row0);
-#endif
 }

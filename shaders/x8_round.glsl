@@ -1,7 +1,7 @@
 // x8_round.glsl: the arithmetic of rounding a row for the int8 products, a word of four values
-// a thread, shared by quantize_x8 and round_next.glsl, whose last workgroup rounds what its
-// kernel wrote, so the two round bit for bit alike.
-// The block reductions between these steps (shared memory, barriers) stay with each caller.
+// a thread (quantize_x8), and the packed words and their place in the lane-interleaved row,
+// which delta_rule_fast's rounded output shares. The block reductions between these steps
+// (shared memory, barriers) stay with each caller.
 // Needs exact.glsl (divExact, roundHalf).
 #ifndef X8_ROUND_GLSL
 #define X8_ROUND_GLSL

@@ -249,17 +249,9 @@ func (r *Resident) deltaNet(s *Seq, l *layerWeights, m int) {
 			d.ssmState.All(), xq, xs, p.StateSize, p.KHeads, vh, cd, h.NormEps, scale)
 		s.Barrier()
 		stamp("delta_rule")
-		r.roundAfterAdd = r.nextAfterAttention(l)
-		if next, ok := r.roundsAfter(out); ok { // and rounds x for the FFN (VKLLM_GPU_NEXT_ROUNDS)
-			sl := d.out.slices[0]
-			s.MatVecX8RoundNext(d.out.typ, sl.buf.All(), xq, xs, sl.out(r.x, 0, 1, h.Dim), vd, sl.rows, next)
-			r.preRounded = r.roundAfterAdd
-		} else {
-			for _, sl := range d.out.slices {
-				s.MatVecX8(d.out.typ, sl.buf.All(), xq, xs, sl.out(r.x, 0, 1, h.Dim), vd, sl.rows, true)
-			}
+		for _, sl := range d.out.slices {
+			s.MatVecX8(d.out.typ, sl.buf.All(), xq, xs, sl.out(r.x, 0, 1, h.Dim), vd, sl.rows, true)
 		}
-		r.roundAfterAdd = nil
 		s.Barrier()
 		stamp("attn_out")
 		return
@@ -273,9 +265,7 @@ func (r *Resident) deltaNet(s *Seq, l *layerWeights, m int) {
 	}
 	s.Barrier()
 	stamp("delta_rule")
-	r.roundAfterAdd = r.nextAfterAttention(l)
 	r.project(s, ds.out.All(), vd, m, out)
-	r.roundAfterAdd = nil
 	s.Barrier()
 	stamp("attn_out")
 }
@@ -323,9 +313,7 @@ func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
 		// and the attention's ranges merge in that rounding too (as attention does for the
 		// other architectures): attention_merge's stage goes
 		if splits := r.attend(s, l, m, true, false, normsInRope, gatedQ); splits > 0 { // 0: the recording failed; Seq holds the error
-			r.roundAfterAdd = r.nextAfterAttention(l)
 			r.projectX8(s, r.attPart.All(), X8Input{Gate: gatedQ, Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
-			r.roundAfterAdd = nil
 			s.Barrier()
 			stamp("attn_out")
 		}
@@ -333,9 +321,7 @@ func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
 	}
 	r.attend(s, l, m, false, false, normsInRope, gatedQ)
 	if folds {
-		r.roundAfterAdd = r.nextAfterAttention(l)
 		r.projectX8(s, r.att.All(), X8Input{Gate: gatedQ, HeadDim: h.HeadDim}, qd, m, []projection{out})
-		r.roundAfterAdd = nil
 		s.Barrier()
 		stamp("attn_out")
 		return

@@ -50,7 +50,6 @@ func (c *Context) selectNumericTier() {
 	c.ropeFold = config.GPURopeFold.Bool()
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()
-	c.nextRounds = config.GPUNextRounds.Bool()
 	c.argmaxWide = config.GPUArgmaxWide.Bool()
 	c.deviceLogits = config.GPUDeviceLogits.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()

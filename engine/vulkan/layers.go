@@ -71,9 +71,7 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	// rounding (quantize_x8 with X8Input.Merge): one stage fewer.
 	if m == 1 && r.attPart != nil && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out}) {
 		if splits := r.attend(s, l, m, true, roped, normsInRope, nil); splits > 0 { // 0: the recording failed; Seq holds the error
-			r.roundAfterAdd = r.nextAfterAttention(l)
 			r.projectX8(s, r.attPart.All(), X8Input{Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
-			r.roundAfterAdd = nil
 			s.Barrier()
 			r.stamper(s)("attn_out")
 		}
@@ -157,15 +155,6 @@ func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials, roped, headN
 	return splits
 }
 
-// nextAfterAttention is the rounding a decode step's attention output product may make for the
-// stage after it (VKLLM_GPU_NEXT_ROUNDS): the dense FFN's input; nil where the switch is off.
-func (r *Resident) nextAfterAttention(l *layerWeights) *preRounding {
-	if !r.c.nextRounds {
-		return nil
-	}
-	return r.ffnInputRounding(l)
-}
-
 // attnOut records x += O·att.
 func (r *Resident) attnOut(s *Seq, l *layerWeights, m int) {
 	r.project(s, r.att.All(), r.h.QDim(), m, projection{l.o, r.x, r.h.Dim, true})
@@ -233,12 +222,9 @@ func (r *Resident) denseFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 		stamp("ffn_up")
 		if down := (projection{l.down, r.x, dim, true}); r.takesX8(ff, m, []projection{down}) {
-			// SwiGLU folded into the down product's rounding pass; the product may round x
-			// for the next layer (VKLLM_GPU_NEXT_ROUNDS)
+			// SwiGLU folded into the down product's rounding pass
 			up := r.up.Range(0, uint64(4*ff))
-			r.roundAfterAdd = r.nextRound
 			r.projectX8(s, r.gate.Range(0, uint64(4*ff)), X8Input{Up: &up}, ff, m, []projection{down})
-			r.roundAfterAdd = nil
 			s.Barrier()
 			stamp("ffn_down")
 			return

@@ -87,20 +87,12 @@ type Resident struct {
 	xq                            *Buffer // activations rounded for quantized weights
 	convEnded                     bool    // projectX8 ended a DeltaNet qkv product as ssm_conv (deltaNet then records no ssm_conv)
 	headRoundsNorm                bool    // the recording's one-token head rounds RMSNorm(x)·output_norm itself (record left r.xn unwritten)
-	// nextRound is the normed rounding of x that the stage after the layer being recorded
-	// starts with (the next layer's, or the head's; nil where it takes no int8 products or the
-	// switch is off); preRounded says the layer's last product left x rounded so in r.xq
-	// (VKLLM_GPU_NEXT_ROUNDS), for the next roundX8 to take instead of rounding it again.
-	nextRound, preRounded *preRounding
-	// roundAfterAdd is the rounding the next product adding to r.x (projectX8) makes for the
-	// stage after it, set by its caller (VKLLM_GPU_NEXT_ROUNDS)
-	roundAfterAdd *preRounding
-	argParts      *Buffer // ArgmaxWide's per-workgroup bests
+	argParts                      *Buffer // ArgmaxWide's per-workgroup bests
 	// logitsDev holds a decode step's logits in device memory (VKLLM_GPU_DEVICE_LOGITS; nil
 	// otherwise); headOut is where the head being recorded writes (nil: r.logits)
 	logitsDev, headOut *Buffer
 	// arrivals counts finished workgroups for the kernels whose last workgroup finishes the
-	// stage (0 between dispatches), at arrivalsNext and arrivalsArgmax
+	// stage (0 between dispatches), at arrivalsArgmax
 	arrivals            *Buffer
 	stage               *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
 	stagePlans          map[int][]stageStep // per window size: its stagings in order (plannedStagings)
@@ -777,15 +769,9 @@ func (r *Resident) record(s *Seq, m int) {
 	s.Barrier()
 	stamp("embed")
 	r.routed = 0
-	r.preRounded = nil
 	for i := range r.layers {
-		r.nextRound = nil
-		if m == 1 && r.c.nextRounds {
-			r.nextRound = r.inputRounding(i + 1)
-		}
 		r.arch.layer(r, s, &r.layers[i], m)
 	}
-	r.nextRound = nil
 	if !r.hasHead {
 		s.Copy(r.x, 0, r.hout, 0, uint64(4*m*dim))
 		return

@@ -134,22 +134,6 @@ func benchMoEDecodeX8(b *testing.B, c *Context, typ quant.Type, gateUp, down, id
 	}
 	b.Logf("%v decode x8: %.1f us a layer's experts in all", typ, total)
 	b.ReportMetric(total, typ.String()+"-x8-m1-us")
-	// VKLLM_GPU_NEXT_ROUNDS: down+combine rounding the residual for the next stage (its last
-	// workgroup), against down+combine then quantize_x8 with the norm
-	g := benchBuffer(b, c, f32Bytes(randVec(rng, dim, 1)))
-	nq, ns := benchBuffer(b, c, make([]byte, x8QuantBytes(dim))), benchBuffer(b, c, make([]byte, x8ScaleBytes(dim)))
-	nextArrivals := benchBuffer(b, c, make([]byte, 4))
-	next := NextRounding{Norm: g.All(), XQ: nq.All(), XS: ns.All(), Arrivals: nextArrivals.All(), Eps: 1e-6, Q8K: q8k}
-	downRounding := bestNsPerRep(b, c, reps, func(s *Seq) {
-		s.MoEDownX8RoundNext(typ, down.All(), hq.All(), hs.All(), res.All(), ids.All(), wts.All(), res.All(), res.All(), ff, dim, used, false, next)
-	}) / 1e3
-	downApart := bestNsPerRep(b, c, reps, func(s *Seq) {
-		s.MoEDownX8(typ, down.All(), hq.All(), hs.All(), res.All(), ids.All(), wts.All(), res.All(), res.All(), ff, dim, used, false)
-		s.Barrier()
-		gb := g.All()
-		s.QuantizeX8(res.All(), nq.All(), ns.All(), dim, 1, X8Input{Norm: &gb, Eps: 1e-6, Q8K: q8k})
-	}) / 1e3
-	b.Logf("%v decode x8: down+combine rounding the residual %.1f us, down+combine then quantize_x8 %.1f us", typ, downRounding, downApart)
 }
 
 func u32Bytes(v []uint32) []byte {

@@ -189,7 +189,7 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				downName := x8Kernel("moe_down_x8_", m.Layers[0].MoE.Down.Type)
 				fold := x8 && downName != "" && m.Hyper.MoE.SharedFFN <= m.Hyper.Dim
 				if fold {
-					forgetKernels(c, downName, downName+"_n")
+					forgetKernels(c, downName)
 				}
 				// the f32 router's decode product is the fast one on the fast tier (it took the
 				// one-thread-a-row matvec before); with int8 experts and no shared expert, the
@@ -214,11 +214,7 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				if _, made := c.kernels[x8Name]; x8 && !made {
 					t.Errorf("the decode steps did not take %s", x8Name)
 				}
-				// (the kernel or its variant that rounds the residual for the next stage too:
-				// VKLLM_GPU_NEXT_ROUNDS)
-				_, made := c.kernels[downName]
-				_, madeRounding := c.kernels[downName+"_n"]
-				if fold && !made && !madeRounding {
+				if _, made := c.kernels[downName]; fold && !made {
 					t.Errorf("the decode steps' down products did not fold the combine in (%s)", downName)
 				}
 				if _, made := c.kernels[routerKernel]; m.Layers[0].MoE.Router.Type == quant.F32 && made == tier.exact {

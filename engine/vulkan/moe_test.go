@@ -540,7 +540,6 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
 	}
 	withTier(t, c, false)
-	withoutStageFolds(t, c)
 	defer func(x8, on bool) { c.x8, c.routerNorm = x8, on }(c.x8, c.routerNorm)
 	c.x8 = true
 	m := loadTiny(t, "", "qwen3moe", quant.Q4_K, 9)
@@ -553,70 +552,6 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 		t.Fatalf("logits differ by up to %g from the RMSNorm stage's", worst)
 	}
 	t.Logf("logits within %.2g of the RMSNorm stage's", worst)
-}
-
-// A MoE decode step's down products round the residual for the next stage themselves
-// (VKLLM_GPU_NEXT_ROUNDS: the next layer's attention or DeltaNet block, or the head, takes the
-// rounding instead of making its own): one barrier fewer a layer, logits within f32-level
-// differences (the sum of squares runs in another order; an int8 rounding flipped by the last
-// bit moves a tiny model's logits by a few hundredths), on qwen3moe and on the qwen35moe
-// hybrid (a shared expert; DeltaNet and gated attention layers after it). Fails if not wired.
-func TestMoEDecodeDownRoundsForTheNextStage(t *testing.T) {
-	c := ctxOrSkip(t)
-	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
-		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
-	}
-	withTier(t, c, false)
-	defer func(x8, on, norm bool) { c.x8, c.nextRounds, c.routerNorm = x8, on, norm }(c.x8, c.nextRounds, c.routerNorm)
-	c.x8, c.routerNorm = true, true
-	for _, arch := range []string{"qwen3moe", "qwen35moe"} {
-		t.Run(arch, func(t *testing.T) {
-			m := loadTiny(t, "", arch, quant.Q8_0, 9)
-			kernel := x8Kernel("moe_down_x8_", m.Layers[0].MoE.Down.Type) + "_n"
-			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.nextRounds = on })
-			if d := barriers[false] - barriers[true]; d != len(m.Layers) {
-				t.Errorf("the decode step has %d barriers with the down products rounding for the next stage, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
-			}
-			worst := maxAbsDiff(logits[false], logits[true])
-			if !(worst <= 0.1) {
-				t.Fatalf("logits differ by up to %g from the rounding stages'", worst)
-			}
-			t.Logf("logits within %.2g of the rounding stages'", worst)
-		})
-	}
-}
-
-// A dense decode step's products that add to the residual round it for the next stage
-// (VKLLM_GPU_NEXT_ROUNDS: the attention's or DeltaNet's output product for the FFN, the FFN's
-// down product for the next layer or the head): two barriers fewer a layer, logits within
-// f32-level differences of the rounding stages', on llama (Q8_0 and Q4_0) and the dense qwen35
-// hybrid. Fails if not wired.
-func TestDenseDecodeRoundsForTheNextStage(t *testing.T) {
-	c := ctxOrSkip(t)
-	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
-		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 products", c.Info.Name)
-	}
-	withTier(t, c, false)
-	defer func(x8, on bool) { c.x8, c.nextRounds = x8, on }(c.x8, c.nextRounds)
-	c.x8 = true
-	for _, tc := range []struct {
-		arch string
-		typ  quant.Type
-	}{{"llama", quant.Q8_0}, {"llama", quant.Q4_0}, {"qwen35", quant.Q8_0}} {
-		t.Run(tc.arch+"/"+tc.typ.String(), func(t *testing.T) {
-			m := loadTiny(t, "", tc.arch, tc.typ, 9)
-			kernel := x8Kernel("matvec_x8_", m.Layers[0].Down.Type) + "_n"
-			logits, barriers := decodeSwitched(t, c, m, kernel, func(on bool) { c.nextRounds = on })
-			if d := barriers[false] - barriers[true]; d != 2*len(m.Layers) {
-				t.Errorf("the decode step has %d barriers with the products rounding for the next stage, %d without: want %d fewer", barriers[true], barriers[false], 2*len(m.Layers))
-			}
-			worst := maxAbsDiff(logits[false], logits[true])
-			if !(worst <= 0.1) {
-				t.Fatalf("logits differ by up to %g from the rounding stages'", worst)
-			}
-			t.Logf("logits within %.2g of the rounding stages'", worst)
-		})
-	}
 }
 
 // A decode step of the models with a shared expert or DeltaNet layers (qwen35moe, qwen2moe, the
@@ -648,7 +583,6 @@ func TestHybridAndSharedExpertDecodeFolds(t *testing.T) {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 products", c.Info.Name)
 	}
 	withTier(t, c, false)
-	withoutStageFolds(t, c)
 	defer func(x8, normF32, sharedX8, convFold, gateFolds, deltaRounds bool) {
 		c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds, c.deltaRounds = x8, normF32, sharedX8, convFold, gateFolds, deltaRounds
 	}(c.x8, c.normF32, c.sharedX8, c.convFold, c.gateFolds, c.deltaRounds)

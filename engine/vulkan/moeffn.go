@@ -240,13 +240,8 @@ func freeWeight(w weight) {
 	}
 }
 
-// The byte offsets of the counts in Resident.arrivals, multiples of 256 (Vulkan's largest
-// minStorageBufferOffsetAlignment): the rounding for the next stage's (MoEDownX8RoundNext,
-// MatVecX8RoundNext), then ArgmaxWide's.
-const (
-	arrivalsNext   = 0
-	arrivalsArgmax = 256
-)
+// arrivalsArgmax is the byte offset of ArgmaxWide's count in Resident.arrivals.
+const arrivalsArgmax = 0
 
 // allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).
 func (r *Resident) allocMoEScratch() error {
@@ -527,7 +522,8 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 			if w.shared != nil {
 				sh, g = ms.shared, ms.gateLogit
 			}
-			r.moeDownX8(s, w, hidQ, hidS, sh.All(), g.All())
+			s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
+				sh.All(), g.All(), ff, dim, p.Used, w.shared != nil)
 			s.Barrier()
 			stamp("ffn_down")
 			return
@@ -549,22 +545,6 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		sh.All(), g.All(), dim, p.Used, m, w.shared != nil)
 	s.Barrier()
 	stamp("ffn_down")
-}
-
-// moeDownX8 records a decode step's down products and combine into r.x (MoEDownX8), sh and g
-// the shared expert's output and gate logit where the layer has one; where the next stage's
-// rounding of x is known (r.nextRound), the products' last workgroup makes it
-// (MoEDownX8RoundNext) and r.preRounded says so.
-func (r *Resident) moeDownX8(s *Seq, w *moeWeights, hidQ, hidS, sh, g Binding) {
-	h, ms := r.h, &r.moe
-	p := h.MoE
-	x := r.x.Range(0, uint64(4*h.Dim))
-	if next, ok := r.nextRounding(r.nextRound); ok {
-		s.MoEDownX8RoundNext(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, x, ms.ids.All(), ms.wts.All(), sh, g, p.FFN, h.Dim, p.Used, w.shared != nil, next)
-		r.preRounded = r.nextRound
-		return
-	}
-	s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, x, ms.ids.All(), ms.wts.All(), sh, g, p.FFN, h.Dim, p.Used, w.shared != nil)
 }
 
 // sharedTakesX8 reports whether a decode step's shared expert takes the int8 products from a
@@ -626,7 +606,8 @@ func (r *Resident) moeDecodeWithSharedX8(s *Seq, w *moeWeights, xnQ, xnS, hidQ, 
 		s.MatVecX8(sh.down.typ, dl.buf.All(), shQ, shS, dl.out(ms.shared, 0, 1, dim), sf, dl.rows, false)
 	}
 	s.Barrier()
-	r.moeDownX8(s, w, hidQ, hidS, ms.shared.All(), ms.gateLogit.All())
+	s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
+		ms.shared.All(), ms.gateLogit.All(), ff, dim, p.Used, true)
 	s.Barrier()
 	stamp("ffn_down")
 }

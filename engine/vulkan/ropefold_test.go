@@ -207,16 +207,6 @@ func decodeSwitched(t *testing.T, c *Context, m *model.Model, kernel string, set
 	return logits, barriers
 }
 
-// withoutStageFolds turns off, for the test, the switch whose last workgroup finishes the next
-// stage (VKLLM_GPU_NEXT_ROUNDS): a test counting one fold's barriers counts them against the
-// stages it would take away too.
-func withoutStageFolds(t *testing.T, c *Context) {
-	t.Helper()
-	next := c.nextRounds
-	c.nextRounds = false
-	t.Cleanup(func() { c.nextRounds = next })
-}
-
 // maxAbsDiff is the largest |a[i] - b[i]|.
 func maxAbsDiff(a, b []float32) float64 {
 	worst := 0.0
@@ -234,7 +224,6 @@ func maxAbsDiff(a, b []float32) float64 {
 func TestHeadNormsRunInsideRopeKV(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
-	withoutStageFolds(t, c)
 	defer func(on bool) { c.ropeNorms = on }(c.ropeNorms)
 	for _, tc := range []struct {
 		arch       string

@@ -278,66 +278,9 @@ func (r *Resident) roundX8(s *Seq, x Binding, in X8Input, k int, t quant.Type) (
 	qb, sb := uint64(x8QuantBytes(k)), uint64(x8ScaleBytes(k))
 	xq, xs = r.xq.Range(0, qb), r.xq.Range(qb, sb)
 	in.Q8K = x8Q8K(t)
-	pre := r.preRounded
-	r.preRounded = nil
-	if pre != nil && pre.serves(r, x, in, k) {
-		return xq, xs // the last product before this stage rounded x so (VKLLM_GPU_NEXT_ROUNDS)
-	}
 	s.QuantizeX8(x, xq, xs, k, 1, in)
 	s.Barrier()
 	return xq, xs
-}
-
-// preRounding is a normed int8 rounding of the residual x in r.xq (roundX8's place): RMSNorm(x)
-// times norm, in Q8_K's 256-blocks or 32-blocks, x k wide.
-type preRounding struct {
-	norm Binding
-	q8k  bool
-	k    int
-}
-
-// serves reports whether the rounding is the one roundX8 is asked for: x itself, normed by the
-// same weight and the model's epsilon, nothing else folded in.
-func (p *preRounding) serves(r *Resident, x Binding, in X8Input, k int) bool {
-	return x == r.x.All() && in.Norm != nil && *in.Norm == p.norm && in.Eps == r.h.NormEps && in.Up == nil && in.Gate == nil && !in.Merge &&
-		in.Q8K == p.q8k && k == p.k
-}
-
-// inputRounding is the normed rounding of x that layer j's first stage (j == len(r.layers): the
-// head's) makes on the int8 products: its input norm and the block of its first product (the
-// attention's query, the DeltaNet's qkv, the head); nil where that product takes no int8
-// products. roundX8 checks the guess (preRounding.serves) before it takes a rounding.
-func (r *Resident) inputRounding(j int) *preRounding {
-	dim := r.h.Dim
-	var g vector
-	var t quant.Type
-	switch {
-	case j < len(r.layers):
-		l := &r.layers[j]
-		g, t = l.attnNorm, l.q.typ
-		if l.dn != nil {
-			t = l.dn.qkv.typ
-		}
-	case r.hasHead:
-		g, t = r.outNorm, r.output.typ
-	default:
-		return nil
-	}
-	if g.buf == nil || !r.c.usesX8(t, dim, 1) || uint64(x8QuantBytes(dim)+x8ScaleBytes(dim)) > r.xq.Size || dim%x8Block(t) != 0 {
-		return nil
-	}
-	return &preRounding{norm: g.buf.All(), q8k: x8Q8K(t), k: dim}
-}
-
-// nextRounding is where a product adding to the residual makes the rounding nx for the stage
-// after it: roundX8's place in r.xq; ok is false where there is none to make.
-func (r *Resident) nextRounding(nx *preRounding) (next NextRounding, ok bool) {
-	if nx == nil || !r.c.nextRounds || nx.k != r.h.Dim {
-		return NextRounding{}, false
-	}
-	qb, sb := uint64(x8QuantBytes(nx.k)), uint64(x8ScaleBytes(nx.k))
-	return NextRounding{Norm: nx.norm, XQ: r.xq.Range(0, qb), XS: r.xq.Range(qb, sb), Arrivals: r.arrivals.Range(arrivalsNext, 4),
-		Eps: r.h.NormEps, Q8K: nx.q8k}, true
 }
 
 // projectX8 records the one-token products among ps whose weights take matvec_x8: x (as in
@@ -373,62 +316,11 @@ func (r *Resident) projectX8(s *Seq, x Binding, in X8Input, k, m int, ps []proje
 			r.convEnded = true
 			continue
 		}
-		if next, ok := r.roundsAfter(p); ok {
-			sl := p.w.slices[0]
-			s.MatVecX8RoundNext(p.w.typ, sl.buf.All(), xq, xs, sl.out(p.y, 0, 1, p.yStride), k, sl.rows, next)
-			r.preRounded, r.roundAfterAdd = r.roundAfterAdd, nil
-			continue
-		}
 		for _, sl := range p.w.slices {
 			s.MatVecX8(p.w.typ, sl.buf.All(), xq, xs, sl.out(p.y, 0, 1, p.yStride), k, sl.rows, p.acc)
 		}
 	}
 	return done
-}
-
-// roundsAfter reports whether the one-token product p adds to the whole residual in one
-// dispatch of the plain int8 kernel that can round it for the stage after (r.roundAfterAdd,
-// its caller's request: VKLLM_GPU_NEXT_ROUNDS), and where that rounding goes.
-func (r *Resident) roundsAfter(p projection) (NextRounding, bool) {
-	if !p.acc || p.y != r.x || len(p.w.slices) != 1 || p.w.slices[0].rows != r.h.Dim || p.w.slices[0].row0 != 0 ||
-		r.c.x8Dense(p.w.typ) != x8Kernel("matvec_x8_", p.w.typ) {
-		return NextRounding{}, false
-	}
-	return r.nextRounding(r.roundAfterAdd)
-}
-
-// ffnInputRounding is the normed rounding layer l's dense FFN starts with on the int8 products
-// (its gate and up over RMSNorm(x)·ffn_norm), nil for a mixture of experts (whose router
-// stage rounds beside the router) or where they do not take the int8 products.
-func (r *Resident) ffnInputRounding(l *layerWeights) *preRounding {
-	dim := r.h.Dim
-	if l.moe != nil || l.gate.typ != l.up.typ || !r.takesX8(dim, 1, []projection{{l.gate, r.gate, r.h.FFN, false}, {l.up, r.up, r.h.FFN, false}}) {
-		return nil
-	}
-	return &preRounding{norm: l.ffnNorm.buf.All(), q8k: x8Q8K(l.gate.typ), k: dim}
-}
-
-// MatVecX8RoundNext records MatVecX8 adding to y (the residual, n = its length), then, in the
-// last workgroup to finish, y normalized and rounded as next says (matvec_x8_<t>_n), as
-// MoEDownX8RoundNext does for the experts' down products. The plain kernel only.
-func (s *Seq) MatVecX8RoundNext(t quant.Type, w, xq, xs, y Binding, k, n int, next NextRounding) {
-	nr, err := x8Variant(t, w, xq, xs, k, n)
-	if err == nil && y.Size < uint64(4*n) {
-		err = fmt.Errorf("%v %dx%d: the residual binding is too small", t, n, k)
-	}
-	if err == nil {
-		err = next.check(n)
-	}
-	if err != nil {
-		s.fail(fmt.Errorf("matvec_x8 rounding the residual: %w", err))
-		return
-	}
-	kern := s.kernel(x8Kernel("matvec_x8_", t)+"_n", 8, 32)
-	if kern == nil {
-		return
-	}
-	rows, share, gx, gy := s.c.decodeRowGrid(nr, n)
-	s.Dispatch(kern, Push(uint32(k), uint32(n), rows, gx, true, share, next.Eps, next.Q8K), gx, gy, 1, w, xq, xs, y, next.Norm, next.XQ, next.XS, next.Arrivals)
 }
 
 // moeX8Rows is moe_matvec_x8's NR: the rows of one pair a subgroup takes (one for Q4_K,
@@ -480,59 +372,12 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 		gx, gy, uint32(pairs), w, xq, xs, y, ids)
 }
 
-// x8Block is the block QuantizeX8 rounds activations in for products of type t: Q8_K's 256
-// for the K-quants and i-quants, else 32.
-func x8Block(t quant.Type) int {
-	if x8Q8K(t) {
-		return 256
-	}
-	return 32
-}
-
 // MoEDownX8 records a decode step's expert down products and their combine in one dispatch
 // (moe_down_x8): x[r] += Σ_j wts[j]·(W_{ids[j]}[r]·h_j) over the token's used pairs, h_j the
 // pair's hidden row rounded by QuantizeX8 into xq and xs, plus sigmoid(g[0])·sh[r] with shared.
 // w binds the whole expert tensor (n rows of k elements per expert); sh and g are read only
 // with shared.
 func (s *Seq) MoEDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, n, used int, shared bool) {
-	s.moeDownX8(t, w, xq, xs, x, ids, wts, sh, g, k, n, used, shared, nil)
-}
-
-// NextRounding is where MoEDownX8RoundNext leaves the residual rounded for the next stage's
-// int8 products: RMSNorm(x)·Norm (epsilon Eps) as QuantizeX8 with X8Input{Norm, Eps, Q8K}
-// rounds it, into XQ and XS; Arrivals is a 4-byte count, 0 before the dispatch and left 0.
-type NextRounding struct {
-	Norm, XQ, XS, Arrivals Binding
-	Eps                    float32
-	Q8K                    bool
-}
-
-// MoEDownX8RoundNext records MoEDownX8, and then, in the last workgroup to finish, the whole
-// residual x normalized and rounded as next says (moe_down_x8_<t>_n): the next stage reads it
-// rounded, with no rounding stage of its own. Its sum of squares runs in another order than
-// quantize_x8's (the scale may differ in the last bit).
-func (s *Seq) MoEDownX8RoundNext(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, n, used int, shared bool, next NextRounding) {
-	if err := next.check(n); err != nil {
-		s.fail(fmt.Errorf("moe down x8 rounding the residual: %w", err))
-		return
-	}
-	s.moeDownX8(t, w, xq, xs, x, ids, wts, sh, g, k, n, used, shared, &next)
-}
-
-// check reports why the rounding cannot hold a residual of n values: not whole blocks, or a
-// binding too small.
-func (next NextRounding) check(n int) error {
-	block := 32
-	if next.Q8K {
-		block = 256
-	}
-	if n%block != 0 || next.Norm.Size < uint64(4*n) || next.XQ.Size < uint64(x8QuantBytes(n)) || next.XS.Size < uint64(x8ScaleBytes(n)) || next.Arrivals.Size < 4 {
-		return fmt.Errorf("%d rows in %d-blocks: not whole blocks, or a binding too small", n, block)
-	}
-	return nil
-}
-
-func (s *Seq) moeDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, n, used int, shared bool, next *NextRounding) {
 	name := x8Kernel("moe_down_x8_", t)
 	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || used <= 0 {
 		s.fail(fmt.Errorf("moe down x8: %v rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, %d pairs", t, k, n, used))
@@ -548,15 +393,6 @@ func (s *Seq) moeDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, 
 	}
 	rows := moeX8Rows * s.c.subgroupsPerWorkgroup()
 	gx, gy := grid1D((n + rows - 1) / rows)
-	if next != nil {
-		kern := s.kernel(name+"_n", 12, 28)
-		if kern == nil {
-			return
-		}
-		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(used), gx, sh32, next.Eps, next.Q8K), gx, gy, 1, w, xq, xs, x, ids, wts, sh, g,
-			next.Norm, next.XQ, next.XS, next.Arrivals)
-		return
-	}
 	kern := s.kernel(name, 8, 20)
 	if kern == nil {
 		return

@@ -1,5 +1,0 @@
-#version 450
-// moe_down_x8_q6_k with ROUND_NEXT: see moe_down_x8.glsl.
-#define T_Q6_K
-#define ROUND_NEXT // rounds the residual for the next stage (moe_down_x8.glsl)
-#include "moe_down_x8.glsl"
