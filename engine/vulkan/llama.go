@@ -88,12 +88,10 @@ type Resident struct {
 	convEnded                     bool    // projectX8 ended a DeltaNet qkv product as ssm_conv (deltaNet then records no ssm_conv)
 	headRoundsNorm                bool    // the recording's one-token head rounds RMSNorm(x)·output_norm itself (record left r.xn unwritten)
 	argParts                      *Buffer // ArgmaxWide's per-workgroup bests
+	argArrivals                   *Buffer // ArgmaxWide's count of finished workgroups (0 between dispatches)
 	// logitsDev holds a decode step's logits in device memory (VKLLM_GPU_DEVICE_LOGITS; nil
 	// otherwise); headOut is where the head being recorded writes (nil: r.logits)
-	logitsDev, headOut *Buffer
-	// arrivals counts finished workgroups for the kernels whose last workgroup finishes the
-	// stage (0 between dispatches), at arrivalsArgmax
-	arrivals            *Buffer
+	logitsDev, headOut  *Buffer
 	stage               *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
 	stagePlans          map[int][]stageStep // per window size: its stagings in order (plannedStagings)
 	stagePlan           []stageStep         // the plan the current recording replays (nil: none)
@@ -498,7 +496,6 @@ func (r *Resident) allocScratch(window int) error {
 		{&r.att, r.rows * h.QDim(), false}, {&r.gate, r.rows * ff, false}, {&r.up, r.rows * ff, false},
 		{&r.xq, r.rows * max(ff, h.QDim(), h.Dim, h.SSM.ValueDim()), false},
 		{&r.ids, r.rows, true}, {&r.pos, 1, true}, {&r.ropeCS, r.rows * r.ropeDims, true},
-		{&r.arrivals, arrivalsArgmax/4 + 1, false},
 	}
 	for _, a := range r.deltaScratchAllocs() {
 		allocs = append(allocs, alloc{a.dst, a.n, false})
@@ -510,7 +507,8 @@ func (r *Resident) allocScratch(window int) error {
 		allocs = append(allocs, alloc{&r.attPart, r.c.attentionPartialFloats(r.rows, h.Heads, h.HeadsKV, h.HeadDim, r.ctxLen), false})
 	}
 	if r.hasHead {
-		allocs = append(allocs, alloc{&r.logits, r.logitRows * h.VocabSize, true}, alloc{&r.best, 1, true}, alloc{&r.argParts, 2 * argmaxMaxParts, false})
+		allocs = append(allocs, alloc{&r.logits, r.logitRows * h.VocabSize, true}, alloc{&r.best, 1, true}, alloc{&r.argParts, 2 * argmaxMaxParts, false},
+			alloc{&r.argArrivals, 1, false})
 		if r.c.deviceLogits {
 			allocs = append(allocs, alloc{&r.logitsDev, h.VocabSize, false})
 		}
@@ -529,8 +527,10 @@ func (r *Resident) allocScratch(window int) error {
 		*a.dst = b
 		r.Bytes.Scratch += b.Size
 	}
-	if err := r.arrivals.WriteU32(0, make([]uint32, r.arrivals.Size/4)); err != nil {
-		return fmt.Errorf("scratch: clear the arrival counts: %w", err)
+	if r.argArrivals != nil {
+		if err := r.argArrivals.WriteU32(0, []uint32{0}); err != nil {
+			return fmt.Errorf("scratch: clear the argmax's arrival count: %w", err)
+		}
 	}
 	return r.allocMoEScratch()
 }
@@ -833,7 +833,7 @@ func (r *Resident) recordDecode() error {
 		}
 		vocab := uint64(4 * r.h.VocabSize)
 		if r.c.argmaxWide {
-			s.ArgmaxWide(logits.Range(0, vocab), r.best.All(), r.argParts.All(), r.arrivals.Range(arrivalsArgmax, 4), r.h.VocabSize)
+			s.ArgmaxWide(logits.Range(0, vocab), r.best.All(), r.argParts.All(), r.argArrivals.All(), r.h.VocabSize)
 		} else {
 			s.Argmax(logits.Range(0, vocab), r.best.All(), r.h.VocabSize)
 		}
@@ -1253,7 +1253,7 @@ func (r *Resident) Close() error {
 	}
 	r.moe.free()
 	r.dn.free()
-	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout, r.routing, r.arrivals, r.argParts, r.logitsDev} {
+	for _, b := range []*Buffer{r.attPart, r.x, r.xn, r.q, r.k, r.v, r.att, r.gate, r.up, r.xq, r.logits, r.ids, r.pos, r.ropeCS, r.best, r.hin, r.hout, r.routing, r.argArrivals, r.argParts, r.logitsDev} {
 		b.Free()
 	}
 	if r.ownCtx {

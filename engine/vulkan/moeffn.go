@@ -240,9 +240,6 @@ func freeWeight(w weight) {
 	}
 }
 
-// arrivalsArgmax is the byte offset of ArgmaxWide's count in Resident.arrivals.
-const arrivalsArgmax = 0
-
 // allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).
 func (r *Resident) allocMoEScratch() error {
 	h, ms := r.h, &r.moe
