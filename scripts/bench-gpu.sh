@@ -31,10 +31,11 @@
 #   --depth-r N    timed repetitions of the tests at depth 4096 (default 3: vkllm's decode at
 #                  depth is today's slowest part; with -r equal to --depth-r vkllm runs both
 #                  depths in one process)
-#   --moe          add the mixtures of experts: a Qwen3-30B-A3B-shaped qwen3moe in Q4_K (issue
-#                  12, ~17 GB) and the seed's Qwen3.6-35B-A3B-shaped qwen35moe hybrid in the
-#                  UD-IQ2_XXS mix (issue 13, ~10.7 GB), both written tiled (synth -tile: a block
-#                  pattern repeated, for timing only), without the depth tests
+#   --moe          add the mixtures of experts: a Qwen3-30B-A3B-shaped qwen3moe in Q4_K and in
+#                  IQ2_XXS (issue 12's two acceptance models, ~17 and ~8 GB) and the seed's
+#                  Qwen3.6-35B-A3B-shaped qwen35moe hybrid in the UD-IQ2_XXS mix (issue 13,
+#                  ~10.7 GB), all written tiled (synth -tile: a block pattern repeated, for
+#                  timing only), without the depth tests
 #   --quick        tiny models and tests (pp32, tg8, depth 64, 2 repetitions): checks the whole
 #                  script in a minute on any Vulkan device (lavapipe: VKLLM_GPU_VRAM_MB=1024)
 #
@@ -88,6 +89,7 @@ else
 	REPS=${REPS:-5} DEPTH_REPS=${DEPTH_REPS:-3}
 	SPECS=("1B Q4_0 (llama-3.2-1B shape)|1b|q4_0|0|llama" "8B Q4_0 (llama-3-8B shape)|8b|q4_0|1|llama" "8B Q4_K (llama-3-8B shape)|8b|q4_k|1|llama")
 	MOE_SPECS=("30B-A3B Q4_K (qwen3moe, Qwen3-30B-A3B shape, tiled)|30b-a3b|q4_k|0|qwen3moe"
+		"30B-A3B IQ2_XXS (qwen3moe, Qwen3-30B-A3B shape, tiled)|30b-a3b|iq2_xxs|0|qwen3moe"
 		"seed UD-IQ2_XXS mix (qwen35moe, Qwen3.6-35B-A3B shape, tiled)|qwen36-35b-a3b|ud-iq2_xxs|0|qwen35moe")
 fi
 ((!MOE)) || SPECS+=("${MOE_SPECS[@]}")
