@@ -519,8 +519,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 			if w.shared != nil {
 				sh, g = ms.shared, ms.gateLogit
 			}
-			s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
-				sh.All(), g.All(), ff, dim, p.Used, w.shared != nil)
+			r.moeDownX8(s, w, hidQ, hidS, sh.All(), g.All())
 			s.Barrier()
 			stamp("ffn_down")
 			return
@@ -542,6 +541,14 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		sh.All(), g.All(), dim, p.Used, m, w.shared != nil)
 	s.Barrier()
 	stamp("ffn_down")
+}
+
+// moeDownX8 records a decode step's down products and combine into r.x (MoEDownX8), sh and g
+// the shared expert's output and gate logit where the layer has one.
+func (r *Resident) moeDownX8(s *Seq, w *moeWeights, hidQ, hidS, sh, g Binding) {
+	h, ms := r.h, &r.moe
+	s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*h.Dim)), ms.ids.All(), ms.wts.All(),
+		sh, g, h.MoE.FFN, h.Dim, h.MoE.Used, w.shared != nil)
 }
 
 // sharedTakesX8 reports whether a decode step's shared expert takes the int8 products from a
@@ -603,8 +610,7 @@ func (r *Resident) moeDecodeWithSharedX8(s *Seq, w *moeWeights, xnQ, xnS, hidQ, 
 		s.MatVecX8(sh.down.typ, dl.buf.All(), shQ, shS, dl.out(ms.shared, 0, 1, dim), sf, dl.rows, false)
 	}
 	s.Barrier()
-	s.MoEDownX8(w.down.typ, w.down.slices[0].binding(), hidQ, hidS, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
-		ms.shared.All(), ms.gateLogit.All(), ff, dim, p.Used, true)
+	r.moeDownX8(s, w, hidQ, hidS, ms.shared.All(), ms.gateLogit.All())
 	s.Barrier()
 	stamp("ffn_down")
 }
