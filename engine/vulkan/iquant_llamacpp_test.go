@@ -114,7 +114,7 @@ func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, 
 			t.Fatal(err)
 		}
 		pos := len(rc.PromptTokens)
-		worst := 0.0
+		worst, worstUnrounded := 0.0, 0.0 // against llama.cpp; against the unrounded run
 		nearTie, rounded, unrounded := lockstep(rc.PromptTokens, 0)
 		if deviceRouting {
 			// the device's own choice of experts, against the CPU's: a case is compared as
@@ -146,6 +146,11 @@ func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, 
 				ids[i] = int(p[0])
 			}
 			bound := tol + roundingEffect(rounded, unrounded, ids)
+			if unrounded != nil {
+				for _, id := range ids {
+					worstUnrounded = math.Max(worstUnrounded, math.Abs(float64(logits[id]-unrounded[id])))
+				}
+			}
 			for _, p := range top {
 				d := math.Abs(float64(logits[int(p[0])]) - p[1])
 				worst = math.Max(worst, d)
@@ -182,7 +187,11 @@ func compareResidentWithGolden(t *testing.T, r *Resident, cases []refCase, tol, 
 				nearTie = false
 			}
 		}
-		t.Logf("prompt %q: largest top-5 logit deviation %.2g", rc.Prompt, worst)
+		if ref != nil && ref.unrounded != nil {
+			t.Logf("prompt %q: largest top-5 logit deviation %.2g (from the unrounded run %.2g)", rc.Prompt, worst, worstUnrounded)
+		} else {
+			t.Logf("prompt %q: largest top-5 logit deviation %.2g", rc.Prompt, worst)
+		}
 	}
 	if skipped == len(cases) {
 		t.Logf("every case's prompt is routed near a tie on the CPU or otherwise on the device: none compared on this device (its prompt rows round otherwise)")
