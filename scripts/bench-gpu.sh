@@ -36,6 +36,9 @@
 #                  Qwen3.6-35B-A3B-shaped qwen35moe hybrid in the UD-IQ2_XXS mix (issue 13,
 #                  ~10.7 GB), all written tiled (synth -tile: a block pattern repeated, for
 #                  timing only), without the depth tests
+#   --only REGEX   run only the models whose preset-type name (1b-q4_0, 8b-q4_k, 30b-a3b-iq2_xxs,
+#                  qwen36-35b-a3b-ud-iq2_xxs, stories260K-f32; the --moe ones with --moe) matches
+#                  REGEX (grep -E), for a short call
 #   --quick        tiny models and tests (pp32, tg8, depth 64, 2 repetitions): checks the whole
 #                  script in a minute on any Vulkan device (lavapipe: VKLLM_GPU_VRAM_MB=1024)
 #
@@ -50,7 +53,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-REPS="" DEPTH_REPS="" VOCAB="" MODELS="" OUT="" QUICK=0 MOE=0 LLAMA_BENCH=""
+REPS="" DEPTH_REPS="" VOCAB="" MODELS="" OUT="" QUICK=0 MOE=0 LLAMA_BENCH="" ONLY=""
 
 die() {
 	echo "bench-gpu.sh: $*" >&2
@@ -66,6 +69,7 @@ while (($#)); do
 	--out) OUT=${2:?--out needs a folder}; shift 2 ;;
 	-r) REPS=${2:?-r needs a count}; shift 2 ;;
 	--depth-r) DEPTH_REPS=${2:?--depth-r needs a count}; shift 2 ;;
+	--only) ONLY=${2:?--only needs a pattern}; shift 2 ;;
 	--quick) QUICK=1; shift ;;
 	--moe) MOE=1; shift ;;
 	-h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -101,6 +105,15 @@ for d in "$ROOT/../shared/models" "$ROOT/shared/models"; do
 		break
 	fi
 done
+if [[ -n $ONLY ]]; then
+	KEPT=()
+	for spec in "${SPECS[@]}"; do
+		IFS='|' read -r _ preset type _ _ <<<"$spec"
+		! grep -qE -- "$ONLY" <<<"$preset-$type" || KEPT+=("$spec")
+	done
+	((${#KEPT[@]})) || die "--only $ONLY matches none of the models"
+	SPECS=("${KEPT[@]}")
+fi
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "-r $REPS: want a count of 1 or more"
 [[ $DEPTH_REPS =~ ^[1-9][0-9]*$ ]] || die "--depth-r $DEPTH_REPS: want a count of 1 or more"
 
