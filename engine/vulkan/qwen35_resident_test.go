@@ -340,7 +340,9 @@ func TestResidentQwen35RewindEqualsColdRun(t *testing.T) {
 // with llama.cpp's greedy ids up to the first near-tie, on the fast tier for every golden type
 // and on the exact tier for Q8_0; bounds as the other goldens' (iqRefTolerance, iqRefNearTie,
 // and for the experts the CPU's routing margin, routerTie). Every case's prompt starts at
-// position 0 after the previous case's tokens, so each one also rewinds the recurrent state.
+// position 0 after the previous case's tokens, so each one also rewinds the recurrent state;
+// where the prompt windows take fp16 tiles, checkRewindShare holds that rewind to a fresh
+// runner's logits, so a case's deviation there is the arithmetic's.
 func TestResidentQwen35SynthModelsMatchLlamaCpp(t *testing.T) {
 	c := ctxOrSkip(t)
 	var goldens []string
@@ -377,7 +379,46 @@ func TestResidentQwen35SynthModelsMatchLlamaCpp(t *testing.T) {
 				if compared >= 0 && compared < 8 {
 					t.Errorf("only %d steps compared before near-ties: the golden file no longer tests much", compared)
 				}
+				if ref != nil && ref.unrounded != nil {
+					checkRewindShare(t, c, m, cases)
+				}
 			})
+		}
+	}
+}
+
+// checkRewindShare holds, on a device whose prompt windows do not round (fp16 tiles: there
+// the goldens' bound stands on the unrounded run, and a case's deviation may be the rewind's as
+// well as the arithmetic's), each case's prompt logits after the cases before it (the
+// recurrent state rewound to the prompt's start, as the golden comparison runs them) to a
+// fresh runner's on the prompt alone: both evaluate the prompt's rows in one window with the
+// same kernels, so they agree within 1e-3 (lavapipe, made to run it: 0 for every case).
+func checkRewindShare(t *testing.T, c *Context, m *model.Model, cases []refCase) {
+	t.Helper()
+	open := func() *Resident {
+		r, err := NewResident(c, m, ResidentOptions{Context: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	shared := open()
+	defer shared.Close()
+	for _, rc := range cases {
+		after, err := shared.Eval(rc.PromptTokens, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := open()
+		alone, err := fresh.Eval(rc.PromptTokens, 0, false)
+		fresh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := maxDiff(after, alone)
+		t.Logf("prompt %q: after the earlier cases vs alone: largest logit difference %.2g", rc.Prompt, d)
+		if d > 1e-3 {
+			t.Errorf("prompt %q: its logits after the earlier cases differ from a fresh runner's by %.3g: the rewind to its start does not restore the state", rc.Prompt, d)
 		}
 	}
 }
