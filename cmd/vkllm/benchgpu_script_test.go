@@ -159,6 +159,18 @@ func TestBenchGPUScriptQuickRun(t *testing.T) {
 			t.Errorf("report does not warn of a peer without its cooperative-matrix shaders:\n%s", stdout)
 		}
 	})
+	t.Run("only the models named", func(t *testing.T) {
+		stdout, stderr, err := run(t, nil, "--only", "q4_k")
+		if err != nil {
+			t.Fatalf("bench-gpu.sh --only q4_k: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "load synth-tiny-q4_k.gguf") || strings.Contains(stdout, "synth-tiny-q4_0") {
+			t.Errorf("--only q4_k: want the tiny Q4_K alone:\n%s", stdout)
+		}
+		if _, stderr, err := run(t, nil, "--only", "no-such-model"); err == nil || !strings.Contains(stderr, "--only no-such-model matches none of the models") {
+			t.Errorf("--only matching nothing: err %v, stderr:\n%s", err, stderr)
+		}
+	})
 	t.Run("without a peer", func(t *testing.T) {
 		stdout, stderr, err := run(t, nil)
 		if err != nil {
