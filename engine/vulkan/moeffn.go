@@ -327,6 +327,20 @@ func (s *moeScratch) free() {
 	}
 }
 
+// expertsAsIs reports whether a prompt window's expert products of type t over k-element rows
+// take their activations as they are, unrounded: where the experts run on fp16 tiles and a
+// dense product of that type takes the cooperative matrix 2 F16 kernel, which packs its
+// activations to fp16 as they are (projectCM2). Elsewhere they are rounded as the CPU
+// reference rounds them, as the dense products are. Either way one window computes one
+// arithmetic: a mix (dense products unrounded, experts rounded) matches neither CPU run, and
+// on the tiny qwen35moe MXFP4 model it moved two logits of "The little girl and the dog" by
+// 0.37 and 0.29 from the unrounded run where either whole form stays within 0.07 of the other
+// (the CPU backend with only the experts quantized: 10.985 and 10.688, the H200 10.894 and
+// 10.777; unrounded 10.615 and 10.396, rounded 10.549 and 10.417, llama.cpp 10.513 and 10.357).
+func (r *Resident) expertsAsIs(t quant.Type, k, m int) bool {
+	return m > 1 && r.c.moeUsesCoopmat(t, k) && r.takesCM2(weight{typ: t}, k, m)
+}
+
 // expertProjection is one expert product of a shared input: Y = W_e·X per pair.
 type expertProjection struct {
 	w       experts
@@ -337,11 +351,12 @@ type expertProjection struct {
 // projectExperts records the expert products of m tokens' pairs (m·Used) with input x of
 // k-element rows: the token's row for every pair (gate, up), or with perPair each pair its own
 // row (down). The input is first rounded for each weight type as project rounds it (into xq);
-// products sharing a rounding share one pass; with rounded, x already holds the rounding of
-// every product (moeFFN rounds beside the router). A decode step multiplies pair by pair
+// products sharing a rounding share one pass; with asIs, x goes to the products as it is:
+// it already holds the rounding of every product (moeFFN rounds beside the router), or the
+// window's products take it unrounded (expertsAsIs). A decode step multiplies pair by pair
 // (MoEMatVec); a prefill window takes the pairs grouped by expert (MoEGEMM over moeFFN's
 // MoEGroup), each expert's rows read once per tile of pairs.
-func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair, rounded bool, ps ...expertProjection) {
+func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair, asIs bool, ps ...expertProjection) {
 	used := r.h.MoE.Used
 	pairs := m * used
 	rows := m
@@ -356,7 +371,7 @@ func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair, rounded 
 		}
 		mode := r.c.actModeFor(ps[i].w.typ)
 		src := x
-		if mode != actNone && !rounded {
+		if mode != actNone && !asIs {
 			if i > 0 {
 				s.Barrier() // an earlier group may still read xq
 			}
@@ -420,7 +435,8 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	// The experts' rounding of xn runs beside the router's product when the router reads xn as
 	// it is (an f32 router, as the GGUF converters write it): one stage fewer.
 	mode := r.c.actModeFor(w.gate.typ)
-	early := mode != actNone && r.c.actModeFor(w.up.typ) == mode && r.c.actModeFor(w.router.typ) == actNone &&
+	upAsIs := r.expertsAsIs(w.gate.typ, dim, m) && r.expertsAsIs(w.up.typ, dim, m)
+	early := !upAsIs && mode != actNone && r.c.actModeFor(w.up.typ) == mode && r.c.actModeFor(w.router.typ) == actNone &&
 		(w.shared == nil || r.c.actModeFor(w.shared.gating.typ) == actNone)
 	// A decode step on int8 products (x8.go) rounds xn once for all its experts, beside the
 	// router's product too.
@@ -504,7 +520,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 		stamp("ffn_up")
 	} else {
-		r.projectExperts(s, expertIn, dim, m, false, early, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
+		r.projectExperts(s, expertIn, dim, m, false, early || upAsIs, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
 		s.Barrier()
 		stamp("ffn_up")
 		s.SwiGLU(hid, r.up.Range(0, uint64(4*pairs*ff)), hid, pairs*ff)
@@ -528,7 +544,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 			s.MoEMatVecX8(w.down.typ, sl.binding(), hidQ, hidS, ms.out.All(), ms.ids.All(), 0, ff, dim, sl.e0, sl.ne, p.Used, pairs, true, dim)
 		}
 	} else {
-		r.projectExperts(s, hid, ff, m, true, false, expertProjection{w.down, ms.out, dim})
+		r.projectExperts(s, hid, ff, m, true, r.expertsAsIs(w.down.typ, ff, m), expertProjection{w.down, ms.out, dim})
 	}
 	s.Barrier()
 	sh, g := ms.out, ms.wts // not read without a shared expert
