@@ -71,9 +71,13 @@ type Context struct {
 	x8               bool    // one-token products of the x8Rows types take matvec_x8 over activations rounded once per input (x8.go)
 	matvecShareBelow int     // grids of fewer workgroups share rows among subgroups in matvec_fast (fast.go)
 	fusedDecode      bool    // the decode step takes matvec_dec (fast.go): int8 dot products with the norm, rounding and SwiGLU fused
+	precompileOn     bool    // a resident model's pipelines are made ahead on several cores (VKLLM_GPU_PRECOMPILE; precompile.go)
+	precompileCPU    bool    // on a CPU device too, the prompt windows' (tests)
 
-	pools   []*memPool
-	kernels map[string]*Kernel
+	pools    []*memPool
+	kernelMu sync.Mutex               // guards kernels and making (Kernel may run on several goroutines)
+	kernels  map[string]*Kernel       // made pipelines by shader name
+	making   map[string]chan struct{} // pipelines being made, closed when done (Kernel)
 
 	staging *Buffer // host-visible bounce buffer for uploads/downloads, grown on demand
 	closed  bool

@@ -47,6 +47,7 @@ func (c *Context) selectNumericTier() {
 	c.attCM2 = config.GPUAttCM2.Bool()
 	c.attCM2MinSpan = cm2AttentionMinSpan
 	c.stageAhead = config.GPUStageAhead.Bool()
+	c.precompileOn = config.GPUPrecompile.Bool()
 	c.ropeFold = config.GPURopeFold.Bool()
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()

@@ -81,6 +81,12 @@ func blockElems(t quant.Type) int {
 }
 
 func (s *Seq) kernel(name string, bindings, push int) *Kernel {
+	if s.wants != nil {
+		// a dry recording collecting kernels: a stand-in, so that the caller goes on to ask for
+		// the rest (its dispatch records nothing)
+		s.wants[name] = kernelShape{bindings, push}
+		return &Kernel{Name: name, bindings: bindings, pushBytes: push}
+	}
 	if s.err != nil {
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vkllm/vkllm/engine/config"
@@ -94,6 +96,8 @@ type Resident struct {
 	logitsDev, headOut  *Buffer
 	stage               *Buffer             // fp16 weight rows for the cm2 F16 kernel, two halves (nil unless the context stages, usesCM2Staging; staging.go)
 	stagePlans          map[int][]stageStep // per window size: its stagings in order (plannedStagings)
+	precompiling        sync.WaitGroup      // the background making of the prompt windows' kernels (precompileWindows)
+	precompileStop      atomic.Bool         // asks it to end (Close)
 	stagePlan           []stageStep         // the plan the current recording replays (nil: none)
 	stageRec            *[]stageStep        // where a dry recording collects the stagings
 	stageAt, stageReady int                 // the current recording's next staging; the one recorded ahead (-1: none)
@@ -420,6 +424,7 @@ func NewResident(c *Context, m *model.Model, opts ResidentOptions) (*Resident, e
 		args = append(args, "recurrent_kb", r.Bytes.Recurrent>>10)
 	}
 	slog.Info("vulkan resident driver ready", args...)
+	r.precompileWindows()
 	return r, nil
 }
 
@@ -805,7 +810,15 @@ func (r *Resident) headProjection() projection {
 	return projection{r.output, r.logits, r.h.VocabSize, false}
 }
 
+// recordDecode records the decode step's command, its kernels made first on several cores
+// (precompile.go) where the context precompiles.
 func (r *Resident) recordDecode() error {
+	if r.c.precompileOn {
+		t0 := time.Now()
+		wants := r.wantsKernels(0, r.recordStep)
+		n := r.c.precompile(wants, precompileWorkers(), nil)
+		slog.Debug("precompile: decode step kernels made", "made", n, "wanted", len(wants), "ms", time.Since(t0).Milliseconds())
+	}
 	s, err := r.c.NewSeq()
 	if err != nil {
 		return err
@@ -816,6 +829,18 @@ func (r *Resident) recordDecode() error {
 			return err
 		}
 	}
+	r.recordStep(s)
+	if err := s.End(); err != nil {
+		s.Free()
+		return fmt.Errorf("record the decode pass: %w", err)
+	}
+	r.decode = s
+	return nil
+}
+
+// recordStep records one decode step into s: the forward of one row, and where the model has
+// its head here, the head and the greedy argmax.
+func (r *Resident) recordStep(s *Seq) {
 	r.record(s, 1)
 	if r.hasHead {
 		// the head writes the logits into device memory, copied to the host's after the argmax
@@ -845,12 +870,6 @@ func (r *Resident) recordDecode() error {
 			s.Stamp("argmax")
 		}
 	}
-	if err := s.End(); err != nil {
-		s.Free()
-		return fmt.Errorf("record the decode pass: %w", err)
-	}
-	r.decode = s
-	return nil
 }
 
 func (r *Resident) checkTokens(tokens []int, pos int) error {
@@ -1226,6 +1245,7 @@ func (r *Resident) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.stopPrecompile()
 	if r.decode != nil {
 		r.decode.Free()
 	}

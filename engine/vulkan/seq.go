@@ -31,14 +31,44 @@ func (k *Kernel) destroy(dev vk.Device) {
 	vk.DestroyShaderModule(dev, k.module, nil)
 }
 
-// Kernel returns the pipeline of the embedded shader name (cached per context).
+// Kernel returns the pipeline of the embedded shader name (cached per context). It may be
+// called from several goroutines (Precompile's workers beside a recording): a kernel another
+// goroutine is making is waited for, not made twice.
 func (c *Context) Kernel(name string, bindings, pushBytes int) (*Kernel, error) {
-	if k, ok := c.kernels[name]; ok {
-		if k.bindings != bindings || k.pushBytes != pushBytes {
-			return nil, fmt.Errorf("kernel %q asked with %d bindings/%d push bytes, made with %d/%d", name, bindings, pushBytes, k.bindings, k.pushBytes)
+	for {
+		c.kernelMu.Lock()
+		if k, ok := c.kernels[name]; ok {
+			c.kernelMu.Unlock()
+			if k.bindings != bindings || k.pushBytes != pushBytes {
+				return nil, fmt.Errorf("kernel %q asked with %d bindings/%d push bytes, made with %d/%d", name, bindings, pushBytes, k.bindings, k.pushBytes)
+			}
+			return k, nil
 		}
-		return k, nil
+		if making, ok := c.making[name]; ok {
+			c.kernelMu.Unlock()
+			<-making // then found, or asked again where that attempt failed
+			continue
+		}
+		if c.making == nil {
+			c.making = map[string]chan struct{}{}
+		}
+		making := make(chan struct{})
+		c.making[name] = making
+		c.kernelMu.Unlock()
+		k, err := c.makeKernel(name, bindings, pushBytes)
+		c.kernelMu.Lock()
+		if err == nil {
+			c.kernels[name] = k
+		}
+		delete(c.making, name)
+		close(making)
+		c.kernelMu.Unlock()
+		return k, err
 	}
+}
+
+// makeKernel creates the pipeline of the embedded shader name.
+func (c *Context) makeKernel(name string, bindings, pushBytes int) (*Kernel, error) {
 	code, err := shaders.SPIRV(name)
 	if err != nil {
 		return nil, err
@@ -84,7 +114,6 @@ func (c *Context) Kernel(name string, bindings, pushBytes int) (*Kernel, error) 
 		return nil, fmt.Errorf("create compute pipeline %q: %w", name, resultError(r))
 	}
 	k.pipeline = pipeline
-	c.kernels[name] = k
 	return k, nil
 }
 
@@ -143,6 +172,8 @@ type Seq struct {
 	queries  vk.QueryPool
 	nQueries uint32
 	labels   []string
+
+	wants map[string]kernelShape // a dry recording's collection of the kernels asked for (precompile.go); nil otherwise
 }
 
 const setsPerPool = 256
