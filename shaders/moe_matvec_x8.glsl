@@ -10,6 +10,11 @@
 // experts that far after the gate experts, and each row's gate and up sums become silu(g)·u as
 // swiglu.comp computes it. A subgroup takes NR rows of one pair, its lanes striding over the
 // row's 32-element units (x8_unit.glsl), a subgroup sum ending each row.
+// ROUTE_INSIDE (the gate and up products of a decode step, one token): every workgroup first
+// chooses the token's experts from the router's logits itself, as moe_route does
+// (moe_route.glsl, on the first 64 threads: the same choice and weights), takes its pair's
+// expert from that choice, and the first workgroup writes ids and wts for the down products:
+// the route's own stage goes (VKLLM_GPU_ROUTE_IN_EXPERTS).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : enable
@@ -20,7 +25,13 @@ layout(std430, binding = 0) readonly buffer W4b { uvec4 w4[]; };
 layout(std430, binding = 1) readonly buffer Xb { uvec4 xq4[]; };
 layout(std430, binding = 2) readonly buffer Sb { vec2 xs[]; };
 layout(std430, binding = 3) writeonly buffer Yb { float y[]; };
+#if defined(ROUTE_INSIDE)
+layout(std430, binding = 4) writeonly buffer Ib { uint ids[]; };
+layout(std430, binding = 5) readonly buffer Lb { float logits[]; };
+layout(std430, binding = 6) writeonly buffer Wtb { float wts[]; };
+#else
 layout(std430, binding = 4) readonly buffer Ib { uint ids[]; };
+#endif
 layout(push_constant) uniform P {
     uint K;        // row length (elements, a multiple of 32 and of the block)
     uint N;        // rows of one expert
@@ -31,6 +42,12 @@ layout(push_constant) uniform P {
     uint yStride;  // elements between Y rows
     uint rowsPerX; // row groups per grid line (gl_NumWorkGroups.x)
     uint pairOff;  // 0, or the byte offset of the up experts in W (gate, up and SwiGLU at once)
+#if defined(ROUTE_INSIDE)
+    uint NE;       // the router's experts (its logits)
+    uint gating;   // moe_route's: 1 softmax, 2 sigmoid, 3 softmax over the selected
+    uint norm;     // 1: the selected weights divided by their sum
+    float scale;   // a factor on the weights (1: none)
+#endif
 } p;
 
 #ifndef NR_ROWS
@@ -40,6 +57,14 @@ const uint NR = NR_ROWS;
 
 #include "x8_unit.glsl"
 #include "exact.glsl" // expExact, divExact: swiglu.comp's SwiGLU
+#if defined(ROUTE_INSIDE)
+#define R_NE p.NE
+#define R_USED p.used
+#define R_GATING p.gating
+#define R_NORM p.norm
+#define R_SCALE p.scale
+#include "moe_route.glsl"
+#endif
 
 // products writes rows row0.. of pair q (expert e) of Y.
 void products(uint q, uint e, uint row0) {
@@ -85,7 +110,13 @@ void main() {
     barrier();
 #endif
     uint q = gl_WorkGroupID.z;
+#if defined(ROUTE_INSIDE)
+    bool first = gl_WorkGroupID.x == 0u && gl_WorkGroupID.y == 0u && q == 0u;
+    routeToken(0u, gl_LocalInvocationID.x, first);
+    uint e = sel[q]; // every choice is in sel once routeToken returns
+#else
     uint e = ids[q];
+#endif
     uint wgRow0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR * gl_NumSubgroups;
     if (e < p.e0 || e - p.e0 >= p.ne || wgRow0 >= p.N) return; // uniform over the workgroup
     uint row0 = wgRow0 + gl_SubgroupID * NR;

@@ -72,6 +72,7 @@ type Context struct {
 	matvecShareBelow int     // grids of fewer workgroups share rows among subgroups in matvec_fast (fast.go)
 	fusedDecode      bool    // the decode step takes matvec_dec (fast.go): int8 dot products with the norm, rounding and SwiGLU fused
 	precompileOn     bool    // a resident model's pipelines are made ahead on several cores (VKLLM_GPU_PRECOMPILE; precompile.go)
+	routeInExperts   bool    // a decode step's gate and up products choose the experts themselves (VKLLM_GPU_ROUTE_IN_EXPERTS, an A/B switch)
 	precompileCPU    bool    // on a CPU device too, the prompt windows' (tests)
 
 	pools    []*memPool

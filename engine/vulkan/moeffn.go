@@ -474,9 +474,14 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	}
 	s.Barrier()
 	stamp("router")
-	s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
-		p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
+	// A decode step's gate and up products may choose the experts themselves (no route stage).
+	routeIn := r.c.routeInExperts && x8GateUp && !sharedX8 && w.upOff != 0
+	if !routeIn {
+		s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
+			p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
+	}
 	switch {
+	case routeIn:
 	case sharedX8:
 		// the shared expert's gate and up beside the route; then the rest in three stages
 		r.sharedGateUpX8(s, w.shared, shQ, shS)
@@ -491,8 +496,10 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	default:
 		s.Barrier()
 	}
-	r.captureRouting(s, m)
-	stamp("route")
+	if !routeIn {
+		r.captureRouting(s, m)
+		stamp("route")
+	}
 	if m > 1 {
 		tilePairs := moeTilePairs
 		if r.c.moeUsesCoopmat(w.gate.typ, dim) && r.c.moeUsesCoopmat(w.up.typ, dim) && r.c.moeUsesCoopmat(w.down.typ, ff) {
@@ -503,7 +510,14 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		stamp("group") // one workgroup (a sort in shared memory): apart from the experts' products in profiles
 	}
 	hid := r.gate.Range(0, uint64(4*pairs*ff))
-	if x8GateUp {
+	if routeIn {
+		sl := w.gate.slices[0]
+		s.MoEMatVecX8Route(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.Range(0, uint64(4*pairs)), ms.logits.Range(0, uint64(4*p.Experts)),
+			ms.wts.Range(0, uint64(4*pairs)), w.upOff, dim, ff, p.Experts, p.Used, ff, p.Gating, p.NormWeights, p.WeightsScale)
+		s.Barrier()
+		r.captureRouting(s, m)
+		stamp("ffn_up")
+	} else if x8GateUp {
 		sl := w.gate.slices[0]
 		s.MoEMatVecX8(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), w.upOff, dim, ff, 0, w.gate.count, p.Used, pairs, false, ff)
 		s.Barrier()

@@ -3,6 +3,7 @@ package vulkan
 import (
 	"fmt"
 
+	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -370,6 +371,37 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 	}
 	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(yStride), gx, uint32(upOff)),
 		gx, gy, uint32(pairs), w, xq, xs, y, ids)
+}
+
+// MoEMatVecX8Route records a decode step's gate and up products (MoEMatVecX8 with upOff, one
+// token) whose workgroups choose the token's experts themselves from the router's logits, as
+// MoERoute does (moe_matvec_x8r_<type>: the same choice and weights), the first writing ids and
+// wts: the route's own dispatch and stage go (VKLLM_GPU_ROUTE_IN_EXPERTS).
+func (s *Seq) MoEMatVecX8Route(t quant.Type, w, xq, xs, y, ids, logits, wts Binding, upOff uint64, k, n, experts, used, yStride int, gating model.Gating, norm bool, scale float32) {
+	name := x8Kernel("moe_matvec_x8r_", t)
+	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || upOff == 0 || upOff%256 != 0 || upOff > 1<<32-1 {
+		s.fail(fmt.Errorf("moe matvec x8 route: %v gate and up rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, up experts at byte %d (a nonzero multiple of 256 below 4 GiB)", t, k, n, upOff))
+		return
+	}
+	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) || gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
+		s.fail(fmt.Errorf("moe matvec x8 route: %d of %d experts (at most %d, %d used), gating %v", used, experts, moeMaxExperts, moeMaxUsed, gating))
+		return
+	}
+	if xq.Size < uint64(x8QuantBytes(k)) || xs.Size < uint64(x8ScaleBytes(k)) || logits.Size < uint64(4*experts) || ids.Size < uint64(4*used) || wts.Size < uint64(4*used) {
+		s.fail(fmt.Errorf("moe matvec x8 route %v: %d and %d bytes of rounded input for rows of %d, %d of logits for %d experts, %d and %d of choices for %d", t, xq.Size, xs.Size, k, logits.Size, experts, ids.Size, wts.Size, used))
+		return
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	rows := moeX8RowsOf(t) * s.c.subgroupsPerWorkgroup()
+	gx, gy := grid1D((n + rows - 1) / rows)
+	kern := s.kernel(name, 7, 52)
+	if kern == nil {
+		return
+	}
+	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(0), uint32(experts), uint32(used), uint32(0), uint32(yStride), gx, uint32(upOff),
+		uint32(experts), uint32(gating), norm, scale), gx, gy, uint32(used), w, xq, xs, y, ids, logits, wts)
 }
 
 // MoEDownX8 records a decode step's expert down products and their combine in one dispatch

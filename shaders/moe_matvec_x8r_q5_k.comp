@@ -1,0 +1,5 @@
+#version 450
+// moe_matvec_x8_q5_k choosing the token's experts itself (ROUTE_INSIDE: the gate and up products of a decode step)
+#define T_Q5_K
+#define ROUTE_INSIDE
+#include "moe_matvec_x8.glsl"

@@ -1,0 +1,168 @@
+// moe_route.glsl: routeToken, a mixture-of-experts router's choice for one token on the
+// device (moe_route.comp says how it chooses and weighs; moe_matvec_x8.glsl's ROUTE_INSIDE
+// variant makes the choice itself in every workgroup). The includer declares the buffers
+// logits, ids and wts, includes exact.glsl, and defines R_NE, R_USED, R_GATING, R_NORM and
+// R_SCALE (its push constants), and ROUTE_THREADS where its workgroup is not 64 threads.
+#ifndef ROUTE_THREADS
+#define ROUTE_THREADS 64u
+#endif
+const uint THREADS = ROUTE_THREADS; // the threads holding experts (the first of the workgroup)
+const uint PER = 512u / THREADS;    // experts a thread holds: NE <= 512
+shared float redF[2][64]; // per-subgroup partial results (at most 64 subgroups), two slots used in turn
+shared uint redU[2][64];
+shared uint redI[2][64]; // wgArgMax's per-subgroup indices
+shared uint sel[64];
+shared float selP[64];
+
+// Each reduction writes its subgroup's result into slot `slot`, waits once, and combines every
+// subgroup's; consecutive reductions alternate slots, so a slot is rewritten only after every
+// thread has passed the barrier of the reduction in between (and so has read it).
+float wgMaxF(float v, uint slot) {
+    v = subgroupMax(v);
+    if (subgroupElect()) redF[slot][gl_SubgroupID] = v;
+    barrier();
+    float r = redF[slot][0];
+    for (uint g = 1u; g < gl_NumSubgroups; g++) r = max(r, redF[slot][g]);
+    return r;
+}
+float wgSumF(float v, uint slot) {
+    v = subgroupAdd(v);
+    if (subgroupElect()) redF[slot][gl_SubgroupID] = v;
+    barrier();
+    float r = redF[slot][0];
+    for (uint g = 1u; g < gl_NumSubgroups; g++) r += redF[slot][g];
+    return r;
+}
+// wgArgMax returns the index of the workgroup's largest key, the lowest index among equal keys
+// (bi: this thread's best index for its key bk): each subgroup reduces its own (key, index),
+// and the subgroups' pairs meet across one barrier (a selection took two before).
+uint wgArgMax(uint bk, uint bi, uint slot) {
+    uint sk = subgroupMax(bk);
+    uint si = subgroupMin(bk == sk ? bi : 0xffffffffu);
+    if (subgroupElect()) {
+        redU[slot][gl_SubgroupID] = sk;
+        redI[slot][gl_SubgroupID] = si;
+    }
+    barrier();
+    uint rk = redU[slot][0], ri = redI[slot][0];
+    for (uint g = 1u; g < gl_NumSubgroups; g++) {
+        uint k = redU[slot][g], i = redI[slot][g];
+        if (k > rk || (k == rk && i < ri)) {
+            rk = k;
+            ri = i;
+        }
+    }
+    return ri;
+}
+
+// rankKey orders candidates as the selection does: larger values first (-0 as +0), any number
+// before a NaN, a NaN before no candidate (0); equal keys go to the lower index.
+uint rankKey(float v, bool present) {
+    if (!present) return 0u;
+    if (isnan(v)) return 1u;
+    uint u = floatBitsToUint(v == 0.0 ? 0.0 : v);
+    return (u >> 31) != 0u ? ~u : (u | 0x80000000u);
+}
+
+// routeToken chooses token t's experts into sel (every choice, best first, once it returns)
+// and, with write, writes the choice and weights to ids and wts from t·USED; every thread of
+// the workgroup calls it (tid: its index; those from THREADS on hold no expert, so a larger
+// workgroup chooses as THREADS threads do, its extra subgroups adding identities).
+void routeToken(uint t, uint tid, bool write) {
+    uint held = tid < THREADS ? R_NE : 0u; // experts below this index are the thread's to hold
+    float prob[PER];
+    [[unroll]] for (uint k = 0u; k < PER; k++) {
+        uint i = tid + THREADS * k;
+        prob[k] = i < held ? logits[t * R_NE + i] : 0.0;
+    }
+    uint slot = 0u;
+    if (R_GATING == 1u) {
+        float mx = -1.0 / 0.0;
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            if (tid + THREADS * k < held) mx = max(mx, prob[k]);
+        }
+        mx = wgMaxF(mx, slot);
+        slot ^= 1u;
+        float sum = 0.0;
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            if (tid + THREADS * k < held) {
+                precise float d = prob[k] - mx;
+                prob[k] = expExact(d);
+                sum += prob[k];
+            }
+        }
+        float inv = divExact(1.0, wgSumF(sum, slot));
+        slot ^= 1u;
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            precise float v = prob[k] * inv;
+            prob[k] = v;
+        }
+    } else if (R_GATING == 2u) {
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            if (tid + THREADS * k < held) {
+                precise float d = 1.0 + expExact(-prob[k]);
+                prob[k] = divExact(1.0, d);
+            }
+        }
+    }
+    uint taken = 0u; // bit k: expert tid + THREADS·k is chosen
+    for (uint j = 0u; j < R_USED; j++) {
+        uint bk = 0u, bi = 0xffffffffu; // this thread's best untaken expert (ascending k: ties keep the lower index)
+        [[unroll]] for (uint k = 0u; k < PER; k++) {
+            uint i = tid + THREADS * k;
+            uint key = rankKey(prob[k], i < held && (taken & (1u << k)) == 0u);
+            if (key > bk) {
+                bk = key;
+                bi = i;
+            }
+        }
+        uint choice = wgArgMax(bk, bi, slot);
+        slot ^= 1u;
+        if (choice % THREADS == tid) { // the owner marks it and hands its probability over
+            uint k = choice / THREADS;
+            taken |= 1u << k;
+            float v = prob[0];
+            [[unroll]] for (uint kk = 1u; kk < PER; kk++) if (kk == k) v = prob[kk];
+            sel[j] = choice;
+            selP[j] = v;
+        }
+    }
+    // The weights: thread j < USED takes choice j. Every sum runs over the choices in order
+    // (j = 0, 1, ..), the same f32 operations the CPU's route makes, each thread reading them
+    // from shared memory: one exp and one or two divisions a thread instead of USED of each in
+    // one thread.
+    barrier(); // sel and selP hold every choice
+    bool mine = tid < R_USED;
+    float w = mine ? selP[tid] : 0.0;
+    if (R_GATING == 3u) {
+        float mx = selP[0];
+        for (uint j = 1u; j < R_USED; j++) mx = max(mx, selP[j]);
+        if (mine) {
+            precise float d = w - mx;
+            w = expExact(d);
+        }
+        barrier(); // every thread has read selP
+        if (mine) selP[tid] = w;
+        barrier();
+        float sum = 0.0;
+        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
+        float inv = divExact(1.0, sum);
+        precise float v = w * inv;
+        w = v;
+    }
+    if (R_NORM != 0u) {
+        barrier(); // every thread has read selP
+        if (mine) selP[tid] = w;
+        barrier();
+        float sum = 0.0;
+        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
+        float total = max(sum, 6.103515625e-5);
+        w = divExact(w, total);
+    }
+    if (mine && write) {
+        precise float v = R_SCALE == 1.0 ? w : w * R_SCALE;
+        ids[t * R_USED + tid] = sel[tid];
+        wts[t * R_USED + tid] = v;
+    }
+}
+
