@@ -2,8 +2,12 @@ package vulkan
 
 import (
 	"fmt"
+	"math"
+	"math/rand"
+	"slices"
 	"testing"
 
+	"github.com/vkllm/vkllm/engine/model"
 	"github.com/vkllm/vkllm/engine/quant"
 )
 
@@ -62,6 +66,87 @@ func TestRouteInExpertsEqualsTheRouteStage(t *testing.T) {
 				}
 				if fmt.Sprint(gotR[step]) != fmt.Sprint(wantR[step]) {
 					t.Errorf("step %d: routing %v, the route stage's %v", step, gotR[step], wantR[step])
+				}
+			}
+		})
+	}
+}
+
+// The route inside the gate and up products, at the router shapes moe_route is tested at
+// (Qwen3-30B-A3B's 128 experts, 8 used, ties of the largest logit among them, each gating):
+// its choice, weights and products equal moe_route's followed by moe_matvec_x8's, bit for bit.
+func TestMoEMatVecX8RouteEqualsRouteThenProducts(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no moe_matvec_x8", c.Info.Name)
+	}
+	const n, k = 9, 256 // 9 rows: workgroups of 4 rows (Q4_K, NR 1) and a partial last one
+	for _, tc := range []struct {
+		experts, used int
+		gating        model.Gating
+		norm          bool
+		scale         float32
+		tie           bool
+	}{
+		{8, 2, model.GatingSoftmax, true, 1, false},
+		{128, 8, model.GatingSoftmax, true, 1, true},
+		{128, 8, model.GatingSigmoid, true, 2.5, false},
+		{60, 6, model.GatingSoftmaxSelected, true, 1, true},
+		{60, 4, model.GatingSoftmax, false, 1, false},
+	} {
+		t.Run(fmt.Sprintf("e%d/k%d/%v/norm%v/tie%v", tc.experts, tc.used, tc.gating, tc.norm, tc.tie), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(tc.experts*10 + tc.used)))
+			logits := randVec(rng, tc.experts, 2)
+			if tc.tie {
+				best := slices.Index(logits, slices.Max(logits))
+				for i := 1; i < tc.experts; i += 5 {
+					logits[i] = logits[best]
+				}
+			}
+			gq, _ := moeTestWeights(t, rng, quant.Q4_K, k, n, tc.experts)
+			uq, _ := moeTestWeights(t, rng, quant.Q4_K, k, n, tc.experts)
+			off := (len(gq) + 255) / 256 * 256
+			both := make([]byte, off+len(uq))
+			copy(both, gq)
+			copy(both[off:], uq)
+			wb, lb, xb := uploadBytes(t, c, both), upload(t, c, logits), upload(t, c, randVec(rng, k, 1))
+			xq, xs := uploadBytes(t, c, make([]byte, x8QuantBytes(k))), uploadBytes(t, c, make([]byte, x8ScaleBytes(k)))
+			type out struct {
+				ids []uint32
+				wts []float32
+				y   []float32
+			}
+			eval := func(inside bool) out {
+				ib, wtb, yb := zeros(t, c, tc.used), zeros(t, c, tc.used), upload(t, c, poisoned(tc.used*n))
+				run(t, c, func(s *Seq) {
+					s.QuantizeX8(xb.All(), xq.All(), xs.All(), k, 1, X8Input{})
+					if inside {
+						s.Barrier()
+						s.MoEMatVecX8Route(quant.Q4_K, wb.All(), xq.All(), xs.All(), yb.All(), ib.All(), lb.All(), wtb.All(), uint64(off), k, n, tc.experts, tc.used, n, tc.gating, tc.norm, tc.scale)
+						return
+					}
+					s.MoERoute(lb.All(), ib.All(), wtb.All(), tc.experts, tc.used, 1, tc.gating, tc.norm, tc.scale)
+					s.Barrier()
+					s.MoEMatVecX8(quant.Q4_K, wb.All(), xq.All(), xs.All(), yb.All(), ib.All(), uint64(off), k, n, 0, tc.experts, tc.used, tc.used, false, n)
+				})
+				ids, err := ib.ReadU32(0, tc.used)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out{ids, readF32(t, wtb, tc.used), readF32(t, yb, tc.used*n)}
+			}
+			want, got := eval(false), eval(true)
+			if !slices.Equal(got.ids, want.ids) {
+				t.Fatalf("experts %v, moe_route's %v", got.ids, want.ids)
+			}
+			for j := range want.wts {
+				if math.Float32bits(got.wts[j]) != math.Float32bits(want.wts[j]) {
+					t.Fatalf("weight %d: %v, moe_route's %v", j, got.wts[j], want.wts[j])
+				}
+			}
+			for i := range want.y {
+				if math.Float32bits(got.y[i]) != math.Float32bits(want.y[i]) {
+					t.Fatalf("pair %d row %d: %v, after moe_route %v", i/n, i%n, got.y[i], want.y[i])
 				}
 			}
 		})
