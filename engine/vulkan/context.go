@@ -71,9 +71,9 @@ type Context struct {
 	x8               bool    // one-token products of the x8Rows types take matvec_x8 over activations rounded once per input (x8.go)
 	matvecShareBelow int     // grids of fewer workgroups share rows among subgroups in matvec_fast (fast.go)
 	fusedDecode      bool    // the decode step takes matvec_dec (fast.go): int8 dot products with the norm, rounding and SwiGLU fused
-	precompileOn     bool    // a resident model's pipelines are made ahead on several cores (VKLLM_GPU_PRECOMPILE; precompile.go)
+	precompileOn     bool    // a resident model's decode pipelines are made ahead on several cores (VKLLM_GPU_PRECOMPILE; precompile.go)
+	windowsAhead     bool    // and its prompt windows' in the background after the load: VKLLM_GPU_PRECOMPILE on a GPU (not a CPU device such as lavapipe)
 	routeInExperts   bool    // a decode step's gate and up products choose the experts themselves (VKLLM_GPU_ROUTE_IN_EXPERTS, an A/B switch)
-	precompileCPU    bool    // on a CPU device too, the prompt windows' (tests)
 
 	pools    []*memPool
 	kernelMu sync.Mutex               // guards kernels and making (Kernel may run on several goroutines)

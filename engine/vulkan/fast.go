@@ -48,6 +48,7 @@ func (c *Context) selectNumericTier() {
 	c.attCM2MinSpan = cm2AttentionMinSpan
 	c.stageAhead = config.GPUStageAhead.Bool()
 	c.precompileOn = config.GPUPrecompile.Bool()
+	c.windowsAhead = c.precompileOn && c.Info.Type != "cpu"
 	c.routeInExperts = config.GPURouteInExperts.Bool()
 	c.ropeFold = config.GPURopeFold.Bool()
 	c.ropeNorms = config.GPURopeNorms.Bool()

@@ -23,6 +23,11 @@ func ctxOrSkip(t testing.TB) *Context {
 	t.Helper()
 	testCtxOnce.Do(func() {
 		testCtx, testCtxErr = Open(Options{Device: -1, Validate: true, Quiet: true})
+		if testCtxErr == nil {
+			// the tests check which kernels a recording makes: no prompt window's kernels
+			// made in the background beside them (precompile_test.go turns it on)
+			testCtx.windowsAhead = false
+		}
 	})
 	if errors.Is(testCtxErr, ErrNoLoader) || errors.Is(testCtxErr, ErrNoDevice) {
 		t.Skipf("no Vulkan here: %v", testCtxErr)
@@ -109,6 +114,8 @@ func TestMain(m *testing.M) {
 // forgetKernels destroys the named pipelines earlier tests made, so that a test can check that
 // what it runs makes them (Context.Kernel creates them on first use).
 func forgetKernels(c *Context, names ...string) {
+	c.kernelMu.Lock()
+	defer c.kernelMu.Unlock()
 	for _, k := range names {
 		if kern, ok := c.kernels[k]; ok {
 			kern.destroy(c.dev)

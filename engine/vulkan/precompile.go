@@ -90,10 +90,11 @@ func (r *Resident) windowKernels(m int) map[string]kernelShape {
 // precompileWindows starts making, in the background, the kernels of a full prompt window and
 // of a short one (their products and attention take different kernels: windowKernels' rows
 // r.rows and 2), which Close stops and waits for. It does nothing where the context does not
-// precompile or makes pipelines on the CPU (lavapipe: its compiles would compete with the work
-// at hand, and a window there asks only for what it runs).
+// make them ahead (windowsAhead: off on a CPU device such as lavapipe, whose compiles would
+// compete with the work at hand, and in the package's tests, which check what each recording
+// makes).
 func (r *Resident) precompileWindows() {
-	if !r.c.precompileOn || r.c.Info.Type == "cpu" && !r.c.precompileCPU || r.rows < 2 {
+	if !r.c.windowsAhead || r.rows < 2 {
 		return
 	}
 	wants := r.windowKernels(r.rows)

@@ -85,17 +85,14 @@ func TestPrecompileMakesTheDecodeStepsKernelsAhead(t *testing.T) {
 	}
 }
 
-// With the windows' precompile on (forced on lavapipe, where it is off by default), a resident
-// model makes its prompt windows' kernels in the background after the load: once that is done,
-// a full window and a two-row one make no kernel of their own. Unplugged, they would make the
-// kernels forgotten before the load.
+// With the windows' kernels made ahead (on for GPUs; off on lavapipe and for the package's other
+// tests, turned on here), a resident model makes its prompt windows' kernels in the background
+// after the load: once that is done, a full window and a two-row one make no kernel of their
+// own. Unplugged, they would make the kernels forgotten before the load.
 func TestResidentMakesItsPromptWindowsKernelsAfterTheLoad(t *testing.T) {
 	c := ctxOrSkip(t)
-	defer func(prev bool) { c.precompileCPU = prev }(c.precompileCPU)
-	c.precompileCPU = true
-	if !c.precompileOn {
-		t.Skip("VKLLM_GPU_PRECOMPILE=0: the windows' kernels are made as they are asked for")
-	}
+	defer func(prev bool) { c.windowsAhead = prev }(c.windowsAhead)
+	c.windowsAhead = true
 	m := modeltest.Load(t, modeltest.TinySynth(t, "", "llama", quant.Q8_0, 7))
 	probe, err := NewResident(c, m, ResidentOptions{Context: 32})
 	if err != nil {
