@@ -337,7 +337,9 @@ func TestResidentQwen35RewindEqualsColdRun(t *testing.T) {
 }
 
 // The tiny qwen35 and qwen35moe models of engine/testdata/synth-llamacpp continue every prompt
-// with llama.cpp's greedy ids up to the first near-tie, on the fast tier for every golden type
+// (up to 566 tokens: past a 64-token chunk of the recurrence and past one 512-row prefill window,
+// the state carried across windows) with llama.cpp's greedy ids up to the first near-tie, on the
+// fast tier for every golden type
 // and on the exact tier for Q8_0; bounds as the other goldens' (iqRefTolerance, iqRefNearTie,
 // and for the experts the CPU's routing margin, routerTie). Every case's prompt starts at
 // position 0 after the previous case's tokens, so each one also rewinds the recurrent state;
@@ -368,12 +370,12 @@ func TestResidentQwen35SynthModelsMatchLlamaCpp(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("%s-%s/%s", arch, typName, tier.name), func(t *testing.T) {
 				withTier(t, c, tier.exact)
-				r, err := NewResident(c, m, ResidentOptions{Context: 256, CaptureRouting: true})
+				r, err := NewResident(c, m, ResidentOptions{Context: 1024, CaptureRouting: true})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer r.Close()
-				ref := goldenReference(t, c, m, typ, 256)
+				ref := goldenReference(t, c, m, typ, 1024)
 				compared := compareResidentWithGolden(t, r, cases, iqRefTolerance, iqRefNearTie, ref)
 				t.Logf("%d steps compared", compared)
 				if compared >= 0 && compared < 8 {
@@ -396,7 +398,7 @@ func TestResidentQwen35SynthModelsMatchLlamaCpp(t *testing.T) {
 func checkRewindShare(t *testing.T, c *Context, m *model.Model, cases []refCase) {
 	t.Helper()
 	open := func() *Resident {
-		r, err := NewResident(c, m, ResidentOptions{Context: 256})
+		r, err := NewResident(c, m, ResidentOptions{Context: 1024})
 		if err != nil {
 			t.Fatal(err)
 		}
