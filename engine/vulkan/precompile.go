@@ -14,7 +14,11 @@ import (
 // learns which kernels a recording will ask for from a dry recording (a Seq that records
 // nothing and collects the names, wantsKernels) and makes them on several cores at once: the
 // decode step's before its command is recorded, the prompt windows' in the background once the
-// model is loaded (VKLLM_GPU_PRECOMPILE).
+// model is loaded (VKLLM_GPU_PRECOMPILE). Measured on that H100 (docs/PERF.md, session 22): the
+// decode step's recording went from 812-940 ms to 366-431; the first prompt did not gain, one
+// pipeline (the cm2 F16 GEMM) being nearly all of its 11-15 s, but a prompt typed after the
+// background has made it finds it made. Close waits for a pipeline being made (Vulkan cannot
+// cancel one), up to that one pipeline's time on a cold cache.
 
 // kernelShape is what a kernel is made with: its bindings and push-constant bytes.
 type kernelShape struct{ bindings, push int }
