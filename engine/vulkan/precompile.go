@@ -2,8 +2,10 @@ package vulkan
 
 import (
 	"log/slog"
+	"maps"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,8 +41,7 @@ func (c *Context) precompile(wants map[string]kernelShape, workers int, stop fun
 	}
 	c.kernelMu.Unlock()
 	var (
-		next, made int
-		mu         sync.Mutex
+		next, made atomic.Int64
 		wg         sync.WaitGroup
 	)
 	for range min(workers, len(todo)) {
@@ -48,10 +49,7 @@ func (c *Context) precompile(wants map[string]kernelShape, workers int, stop fun
 		go func() {
 			defer wg.Done()
 			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
+				i := int(next.Add(1)) - 1
 				if i >= len(todo) || stop != nil && stop() {
 					return
 				}
@@ -60,14 +58,12 @@ func (c *Context) precompile(wants map[string]kernelShape, workers int, stop fun
 					slog.Debug("precompile: kernel left to its recording", "kernel", todo[i], "err", err)
 					continue
 				}
-				mu.Lock()
-				made++
-				mu.Unlock()
+				made.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	return made
+	return int(made.Load())
 }
 
 // wantsKernels returns the kernels record asks for when it records into a dry Seq (one that
@@ -102,9 +98,7 @@ func (r *Resident) precompileWindows() {
 		return
 	}
 	wants := r.windowKernels(r.rows)
-	for name, sh := range r.windowKernels(2) {
-		wants[name] = sh
-	}
+	maps.Copy(wants, r.windowKernels(2))
 	r.precompiling.Add(1)
 	go func() {
 		defer r.precompiling.Done()

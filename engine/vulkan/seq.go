@@ -32,7 +32,7 @@ func (k *Kernel) destroy(dev vk.Device) {
 }
 
 // Kernel returns the pipeline of the embedded shader name (cached per context). It may be
-// called from several goroutines (Precompile's workers beside a recording): a kernel another
+// called from several goroutines (precompile's workers beside a recording): a kernel another
 // goroutine is making is waited for, not made twice.
 func (c *Context) Kernel(name string, bindings, pushBytes int) (*Kernel, error) {
 	for {

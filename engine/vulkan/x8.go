@@ -363,14 +363,20 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 	if xPerPair {
 		per = 1
 	}
-	rows := moeX8RowsOf(t) * s.c.subgroupsPerWorkgroup()
-	gx, gy := grid1D((n + rows - 1) / rows)
+	gx, gy := s.c.moeX8Grid(t, n)
 	kern := s.kernel(name, 5, 36)
 	if kern == nil {
 		return
 	}
 	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(yStride), gx, uint32(upOff)),
 		gx, gy, uint32(pairs), w, xq, xs, y, ids)
+}
+
+// moeX8Grid is the grid of moe_matvec_x8's workgroups over n rows of t experts (the pairs along
+// z): moeX8RowsOf(t) rows a subgroup.
+func (c *Context) moeX8Grid(t quant.Type, n int) (gx, gy uint32) {
+	rows := moeX8RowsOf(t) * c.subgroupsPerWorkgroup()
+	return grid1D((n + rows - 1) / rows)
 }
 
 // MoEMatVecX8Route records a decode step's gate and up products (MoEMatVecX8 with upOff, one
@@ -394,8 +400,7 @@ func (s *Seq) MoEMatVecX8Route(t quant.Type, w, xq, xs, y, ids, logits, wts Bind
 	if scale == 0 {
 		scale = 1
 	}
-	rows := moeX8RowsOf(t) * s.c.subgroupsPerWorkgroup()
-	gx, gy := grid1D((n + rows - 1) / rows)
+	gx, gy := s.c.moeX8Grid(t, n)
 	kern := s.kernel(name, 7, 52)
 	if kern == nil {
 		return
