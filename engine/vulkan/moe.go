@@ -48,6 +48,41 @@ func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating mo
 	s.Dispatch(kern, Push(uint32(experts), uint32(used), uint32(m), uint32(gating), norm, scale), gx, gy, 1, logits, ids, wts)
 }
 
+// RouterRouteF32 records a decode step's router and its routing in one dispatch
+// (router_route_f32): logits = W·RMSNorm(x)·g as MatVecNormF32 computes them (w: experts f32
+// rows of k, a multiple of 4; g the norm's weight), then the token's used expert ids and
+// weights into ids and wts as MoERoute chooses them, by the workgroup that finishes last.
+// arrivals is a 4-byte count of finished workgroups, 0 before and left 0.
+func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, experts, used int, eps float32, gating model.Gating, norm bool, scale float32) {
+	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) || k <= 0 || k%4 != 0 {
+		s.fail(fmt.Errorf("router and route: %d of %d experts (at most %d, %d used), rows of %d (a multiple of 4)", used, experts, moeMaxExperts, moeMaxUsed, k))
+		return
+	}
+	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
+		s.fail(fmt.Errorf("router and route: gating %v has no kernel", gating))
+		return
+	}
+	if w.Size < uint64(4*k*experts) || x.Size < uint64(4*k) || g.Size < uint64(4*k) || logits.Size < uint64(4*experts) ||
+		ids.Size < uint64(4*used) || wts.Size < uint64(4*used) || arrivals.Size < 4 {
+		s.fail(fmt.Errorf("router and route: %d rows of %d, %d used: a binding is too small", experts, k, used))
+		return
+	}
+	if !s.c.Info.Features[FeatureSubgroupArith] {
+		s.fail(fmt.Errorf("router and route: device %q has no subgroup arithmetic in compute shaders, which the router's reductions use", s.c.Info.Name))
+		return
+	}
+	kern := s.kernel("router_route_f32", 7, 28)
+	if kern == nil {
+		return
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	rows := s.c.subgroupsPerWorkgroup() // a row per subgroup, as matvec_norm_f32
+	s.Dispatch(kern, Push(uint32(k), uint32(experts), eps, uint32(used), uint32(gating), norm, scale), uint32((experts+rows-1)/rows), 1, 1,
+		w, x, g, logits, ids, wts, arrivals)
+}
+
 // moeExpertRows is the rows one group of moe_matvec's lanes takes (the shader's NR).
 const moeExpertRows = 4
 

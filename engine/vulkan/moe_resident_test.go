@@ -179,7 +179,12 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				// one (x8.go; the gate and up experts at least: a tiny K-quant model's down
 				// experts fall back to a 32-block type): forget the pipeline so the check below
 				// sees this model make it
+				// (moe_matvec_x8r_<type> where the gate and up products route themselves,
+				// VKLLM_GPU_ROUTE_IN_EXPERTS, without a shared expert)
 				x8Name := x8Kernel("moe_matvec_x8_", typ)
+				if c.routeInExperts && m.Hyper.MoE.SharedFFN == 0 && x8Name != "" {
+					x8Name = x8Kernel("moe_matvec_x8r_", typ)
+				}
 				x8 := !tier.exact && c.x8 && c.Info.Features[FeatureInt8Dot] && x8Name != ""
 				if x8 {
 					forgetKernels(c, x8Name)
@@ -195,9 +200,14 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				// one-thread-a-row matvec before); with int8 experts and no shared expert, the
 				// one that normalizes x itself (matvec_norm_f32, VKLLM_GPU_ROUTER_NORM), also with
 				// a shared expert on the int8 products (VKLLM_GPU_NORM_F32, VKLLM_GPU_SHARED_X8)
+				// and without a shared expert, the one that routes in its last workgroup too
+				// (router_route_f32, VKLLM_GPU_ROUTER_ROUTE)
 				routerKernel := "matvec_fast_f32"
 				if x8 && c.routerNorm && (m.Hyper.MoE.SharedFFN == 0 || c.normF32 && c.sharedX8) {
 					routerKernel = "matvec_norm_f32"
+					if m.Hyper.MoE.SharedFFN == 0 && c.routerRoute && !c.routeInExperts {
+						routerKernel = "router_route_f32"
+					}
 				}
 				forgetKernels(c, routerKernel)
 				r, err := NewResident(c, m, ResidentOptions{Context: 64, CaptureRouting: true})

@@ -540,8 +540,8 @@ func TestMoEDecodeRouterNormalizes(t *testing.T) {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no int8 expert products", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, on bool) { c.x8, c.routerNorm = x8, on }(c.x8, c.routerNorm)
-	c.x8 = true
+	defer func(x8, on, route bool) { c.x8, c.routerNorm, c.routerRoute = x8, on, route }(c.x8, c.routerNorm, c.routerRoute)
+	c.x8, c.routerRoute = true, false // the route's own fold: TestMoEDecodeRouterRoutes
 	m := loadTiny(t, "", "qwen3moe", quant.Q4_K, 9)
 	logits, barriers := decodeSwitched(t, c, m, "matvec_norm_f32", func(on bool) { c.routerNorm = on })
 	if d := barriers[false] - barriers[true]; d != len(m.Layers) {

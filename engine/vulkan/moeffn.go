@@ -53,6 +53,7 @@ type moeScratch struct {
 	logits, ids, wts, out *Buffer
 	tiles, sorted         *Buffer // MoEGroup's grouping (uint32)
 	shared, gateLogit     *Buffer // nil without a shared expert
+	arrivals              *Buffer // router_route_f32's count of finished workgroups (0 between dispatches)
 }
 
 // checkMoE reports whether the resident driver can run m's mixture-of-experts layers: their
@@ -252,7 +253,7 @@ func (r *Resident) allocMoEScratch() error {
 		dst **Buffer
 		n   int
 	}{{&ms.logits, r.rows * p.Experts}, {&ms.ids, pairs}, {&ms.wts, pairs}, {&ms.out, pairs * h.Dim},
-		{&ms.tiles, 1 + 3*moeMaxTiles(pairs, p.Experts)}, {&ms.sorted, pairs}}
+		{&ms.tiles, 1 + 3*moeMaxTiles(pairs, p.Experts)}, {&ms.sorted, pairs}, {&ms.arrivals, 1}}
 	if p.SharedFFN > 0 {
 		allocs = append(allocs, struct {
 			dst **Buffer
@@ -269,6 +270,9 @@ func (r *Resident) allocMoEScratch() error {
 		}
 		*a.dst = b
 		r.Bytes.Scratch += b.Size
+	}
+	if err := ms.arrivals.WriteU32(0, []uint32{0}); err != nil {
+		return fmt.Errorf("mixture-of-experts scratch: clear the router's arrival count: %w", err)
 	}
 	if r.captures {
 		b, err := r.c.NewBuffer(uint64(4*len(r.layers)*pairs), false)
@@ -322,7 +326,7 @@ func (r *Resident) Routing(n int) ([][]int, error) {
 }
 
 func (s *moeScratch) free() {
-	for _, b := range []*Buffer{s.logits, s.ids, s.wts, s.out, s.tiles, s.sorted, s.shared, s.gateLogit} {
+	for _, b := range []*Buffer{s.logits, s.ids, s.wts, s.out, s.tiles, s.sorted, s.shared, s.gateLogit, s.arrivals} {
 		b.Free()
 	}
 }
@@ -464,7 +468,15 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		expertIn = r.xq.Range(0, uint64(4*m*dim))
 		s.QuantizeActivations(w.gate.typ, xn, expertIn, dim, m, dim)
 	}
-	if normInRouter {
+	// A decode step's gate and up products may choose the experts themselves (no route stage),
+	// or, without a shared expert, the router's last workgroup does (router_route_f32: no route
+	// stage either).
+	routeIn := r.c.routeInExperts && x8GateUp && !sharedX8 && w.upOff != 0
+	routerRoutes := !routeIn && normInRouter && w.shared == nil && r.c.routerRoute
+	if routerRoutes {
+		s.RouterRouteF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)),
+			ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)), ms.arrivals.All(), dim, p.Experts, p.Used, h.NormEps, p.Gating, p.NormWeights, p.WeightsScale)
+	} else if normInRouter {
 		s.MatVecNormF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)), dim, p.Experts, h.NormEps)
 		if w.shared != nil {
 			s.MatVecNormF32(w.shared.gating.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.gateLogit.Range(0, 4), dim, 1, h.NormEps)
@@ -474,14 +486,14 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	}
 	s.Barrier()
 	stamp("router")
-	// A decode step's gate and up products may choose the experts themselves (no route stage).
-	routeIn := r.c.routeInExperts && x8GateUp && !sharedX8 && w.upOff != 0
-	if !routeIn {
+	if !routeIn && !routerRoutes {
 		s.MoERoute(ms.logits.Range(0, uint64(4*m*p.Experts)), ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)),
 			p.Experts, p.Used, m, p.Gating, p.NormWeights, p.WeightsScale)
 	}
 	switch {
 	case routeIn:
+	case routerRoutes:
+		r.captureRouting(s, m)
 	case sharedX8:
 		// the shared expert's gate and up beside the route; then the rest in three stages
 		r.sharedGateUpX8(s, w.shared, shQ, shS)
@@ -496,7 +508,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	default:
 		s.Barrier()
 	}
-	if !routeIn {
+	if !routeIn && !routerRoutes {
 		r.captureRouting(s, m)
 		stamp("route")
 	}
