@@ -15,11 +15,6 @@
 // (moe_route.glsl, on the first 64 threads: the same choice and weights), takes its pair's
 // expert from that choice, and the first workgroup writes ids and wts for the down products:
 // the route's own stage goes (VKLLM_GPU_ROUTE_IN_EXPERTS).
-// ROUND_OUT (the gate and up products of a decode step, W one binding of every expert): the
-// workgroup that finishes a pair's rows last (last_arrival.glsl, a count a pair) rounds the
-// pair's SwiGLU row for the down products as quantize_x8 rounds it (x8_round.glsl's arithmetic
-// and layout, 32-blocks or with roundQ8K Q8_K's 256-blocks): the rounding's own stage goes
-// (VKLLM_GPU_ROUND_IN_EXPERTS).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : enable
@@ -29,17 +24,7 @@ layout(std430, binding = 0) readonly buffer Wb { uint w[]; };
 layout(std430, binding = 0) readonly buffer W4b { uvec4 w4[]; };
 layout(std430, binding = 1) readonly buffer Xb { uvec4 xq4[]; };
 layout(std430, binding = 2) readonly buffer Sb { vec2 xs[]; };
-#if defined(ROUND_OUT)
-#if defined(ROUTE_INSIDE)
-#error ROUND_OUT and ROUTE_INSIDE are separate variants
-#endif
-layout(std430, binding = 3) coherent buffer Yb { float y[]; }; // read back by the rounding
-layout(std430, binding = 5) writeonly buffer HQb { uint hq[]; }; // the rounded rows: quantize_x8's xq
-layout(std430, binding = 6) writeonly buffer HSb { vec2 hs[]; }; // and its xs
-layout(std430, binding = 7) coherent buffer Cb { uint arrivals[]; }; // a count a pair, 0 between dispatches
-#else
 layout(std430, binding = 3) writeonly buffer Yb { float y[]; };
-#endif
 #if defined(ROUTE_INSIDE)
 layout(std430, binding = 4) writeonly buffer Ib { uint ids[]; };
 layout(std430, binding = 5) readonly buffer Lb { float logits[]; };
@@ -62,9 +47,6 @@ layout(push_constant) uniform P {
     uint gating;   // moe_route's: 1 softmax, 2 sigmoid, 3 softmax over the selected
     uint norm;     // 1: the selected weights divided by their sum
     float scale;   // a factor on the weights (1: none)
-#endif
-#if defined(ROUND_OUT)
-    uint roundQ8K; // 1: round to Q8_K's 256-blocks (the down experts' K-quants and i-quants)
 #endif
 } p;
 
@@ -122,67 +104,6 @@ void products(uint q, uint e, uint row0) {
     }
 }
 
-#if defined(ROUND_OUT)
-#include "last_arrival.glsl"
-#include "x8_round.glsl"
-shared float rPart[128], rVal[128]; // each thread's largest magnitude (then its Σq), and its signed value
-shared float rGrpMax[16], rGrpVal[16]; // Q8_K: each 8-thread group's
-
-// roundPair rounds pair q's row of Y (N values, from q·yStride) into hq and hs at row q, as
-// quantize_x8 (no flags) rounds a row: the same passes of a vec4 a thread, 8 threads a 32-block,
-// 64 a 256-block, on half its threads' width. Every thread of the workgroup calls it.
-void roundPair(uint q) {
-    uint tid = gl_LocalInvocationID.x;
-    uint n4 = p.N / 4u;
-    uint y0 = q * p.yStride;
-    uint q0 = q * ((p.N / 32u + 31u) / 32u) * 256u; // the row's int8 words: x8QuantBytes(N) / 4
-    uint s0 = q * (p.N / 32u);                      // its blocks
-    for (uint i0 = 0u; i0 < n4; i0 += 128u) { // uniform: every thread takes every pass
-        uint i = i0 + tid; // this thread's vec4: word i % 8 of block i / 8
-        bool live = i < n4;
-        vec4 v = vec4(0.0);
-        if (live) v = vec4(y[y0 + 4u * i], y[y0 + 4u * i + 1u], y[y0 + 4u * i + 2u], y[y0 + 4u * i + 3u]);
-        float tv;
-        rPart[tid] = x8FirstMax(v, tv);
-        rVal[tid] = tv;
-        barrier();
-        uint b0 = tid & ~7u;
-        float amax = 0.0, d;
-        ivec4 qv;
-        if (p.roundQ8K != 0u) { // uniform
-            float gm = rPart[b0], gv = rVal[b0];
-            for (uint j = 1u; j < 8u; j++) {
-                if (rPart[b0 + j] > gm) { gm = rPart[b0 + j]; gv = rVal[b0 + j]; }
-            }
-            if ((tid & 7u) == 0u) { rGrpMax[tid >> 3] = gm; rGrpVal[tid >> 3] = gv; }
-            barrier();
-            uint g0 = (tid & ~63u) >> 3; // this 256-block's first group
-            float bm = rGrpMax[g0], bv = rGrpVal[g0];
-            for (uint j = 1u; j < 8u; j++) {
-                if (rGrpMax[g0 + j] > bm) { bm = rGrpMax[g0 + j]; bv = rGrpVal[g0 + j]; }
-            }
-            qv = x8RoundQ8K(v, bm, bv, d);
-        } else {
-            [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, rPart[b0 + j]);
-            qv = x8Round32(v, amax, d);
-        }
-        barrier(); // everyone has read the maxima
-        rPart[tid] = float((qv.x + qv.y) + (qv.z + qv.w));
-        barrier();
-        if (live) {
-            uint u = i / 8u, j = i % 8u;
-            hq[q0 + x8WordIndex(u, j)] = x8Word(qv);
-            if (j == 0u) {
-                float sum = 0.0;
-                [[unroll]] for (uint jj = 0u; jj < 8u; jj++) sum += rPart[b0 + jj];
-                hs[s0 + u] = vec2(d, sum);
-            }
-        }
-        barrier(); // rPart is reused by the next pass
-    }
-}
-#endif
-
 void main() {
 #if defined(T_IQUANT)
     x8TablesLoad();
@@ -197,15 +118,6 @@ void main() {
     uint e = ids[q];
 #endif
     uint wgRow0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * p.rowsPerX) * NR * gl_NumSubgroups;
-#if defined(ROUND_OUT)
-    // every workgroup of the pair's grid counts, those past its rows too
-    uint row1 = wgRow0 + gl_SubgroupID * NR;
-    if (e >= p.e0 && e - p.e0 < p.ne && wgRow0 < p.N && row1 < p.N) products(q, e, row1);
-    if (!lastToArrive(q, gl_NumWorkGroups.x * gl_NumWorkGroups.y)) return; // uniform
-    arrivalDone(q);
-    roundPair(q);
-    return;
-#endif
     if (e < p.e0 || e - p.e0 >= p.ne || wgRow0 >= p.N) return; // uniform over the workgroup
     uint row0 = wgRow0 + gl_SubgroupID * NR;
     if (row0 >= p.N) return; // uniform over the subgroup (no barriers follow)

@@ -75,7 +75,6 @@ type Context struct {
 	windowsAhead     bool    // and its prompt windows' in the background after the load: VKLLM_GPU_PRECOMPILE on a GPU (not a CPU device such as lavapipe)
 	routeInExperts   bool    // a decode step's gate and up products choose the experts themselves (VKLLM_GPU_ROUTE_IN_EXPERTS, an A/B switch)
 	routerRoute      bool    // a decode step's f32 router chooses the experts in its last workgroup (VKLLM_GPU_ROUTER_ROUTE, an A/B switch)
-	roundInExperts   bool    // a decode step's gate and up products round the down products' input in each pair's last workgroup (VKLLM_GPU_ROUND_IN_EXPERTS, an A/B switch)
 
 	pools    []*memPool
 	kernelMu sync.Mutex               // guards kernels and making (Kernel may run on several goroutines)

@@ -51,7 +51,6 @@ func (c *Context) selectNumericTier() {
 	c.windowsAhead = c.precompileOn && c.Info.Type != "cpu"
 	c.routeInExperts = config.GPURouteInExperts.Bool()
 	c.routerRoute = config.GPURouterRoute.Bool()
-	c.roundInExperts = config.GPURoundInExperts.Bool()
 	c.ropeFold = config.GPURopeFold.Bool()
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()

@@ -53,7 +53,7 @@ type moeScratch struct {
 	logits, ids, wts, out *Buffer
 	tiles, sorted         *Buffer // MoEGroup's grouping (uint32)
 	shared, gateLogit     *Buffer // nil without a shared expert
-	arrivals              *Buffer // counts of finished workgroups, 0 between dispatches: a pair each for moe_matvec_x8q's, router_route_f32's at byte moeRouterArrival
+	arrivals              *Buffer // router_route_f32's count of finished workgroups (0 between dispatches)
 }
 
 // checkMoE reports whether the resident driver can run m's mixture-of-experts layers: their
@@ -241,10 +241,6 @@ func freeWeight(w weight) {
 	}
 }
 
-// moeRouterArrival is the byte of moeScratch.arrivals holding the router's count, after the
-// pairs' (at most moeMaxUsed) and at an offset every device can bind.
-const moeRouterArrival = 4 * moeMaxUsed
-
 // allocMoEScratch sizes the routing buffers for r.rows rows (none for a dense model).
 func (r *Resident) allocMoEScratch() error {
 	h, ms := r.h, &r.moe
@@ -257,7 +253,7 @@ func (r *Resident) allocMoEScratch() error {
 		dst **Buffer
 		n   int
 	}{{&ms.logits, r.rows * p.Experts}, {&ms.ids, pairs}, {&ms.wts, pairs}, {&ms.out, pairs * h.Dim},
-		{&ms.tiles, 1 + 3*moeMaxTiles(pairs, p.Experts)}, {&ms.sorted, pairs}, {&ms.arrivals, moeRouterArrival/4 + 1}}
+		{&ms.tiles, 1 + 3*moeMaxTiles(pairs, p.Experts)}, {&ms.sorted, pairs}, {&ms.arrivals, 1}}
 	if p.SharedFFN > 0 {
 		allocs = append(allocs, struct {
 			dst **Buffer
@@ -275,8 +271,8 @@ func (r *Resident) allocMoEScratch() error {
 		*a.dst = b
 		r.Bytes.Scratch += b.Size
 	}
-	if err := ms.arrivals.WriteU32(0, make([]uint32, moeRouterArrival/4+1)); err != nil {
-		return fmt.Errorf("mixture-of-experts scratch: clear the arrival counts: %w", err)
+	if err := ms.arrivals.WriteU32(0, []uint32{0}); err != nil {
+		return fmt.Errorf("mixture-of-experts scratch: clear the router's arrival count: %w", err)
 	}
 	if r.captures {
 		b, err := r.c.NewBuffer(uint64(4*len(r.layers)*pairs), false)
@@ -479,7 +475,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	routerRoutes := !routeIn && normInRouter && w.shared == nil && r.c.routerRoute
 	if routerRoutes {
 		s.RouterRouteF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)),
-			ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)), ms.arrivals.Range(moeRouterArrival, 4), dim, p.Experts, p.Used, h.NormEps, p.Gating, p.NormWeights, p.WeightsScale)
+			ms.ids.Range(0, uint64(4*pairs)), ms.wts.Range(0, uint64(4*pairs)), ms.arrivals.All(), dim, p.Experts, p.Used, h.NormEps, p.Gating, p.NormWeights, p.WeightsScale)
 	} else if normInRouter {
 		s.MatVecNormF32(w.router.slices[0].buf.All(), r.x.Range(0, uint64(4*dim)), l.ffnNorm.buf.All(), ms.logits.Range(0, uint64(4*p.Experts)), dim, p.Experts, h.NormEps)
 		if w.shared != nil {
@@ -516,10 +512,6 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		r.captureRouting(s, m)
 		stamp("route")
 	}
-	// A decode step's gate and up products may round the SwiGLU rows for the int8 down products
-	// themselves (moe_matvec_x8q: no rounding stage), where every expert sits in one binding.
-	roundIn := r.c.roundInExperts && !routeIn && x8GateUp && x8Down && len(w.gate.slices) == 1 && w.upOff != 0 &&
-		x8Kernel("moe_matvec_x8q_", w.gate.typ) != "" && ff%32 == 0 && (!x8Q8K(w.down.typ) || ff%256 == 0)
 	if m > 1 {
 		tilePairs := moeTilePairs
 		if r.c.moeUsesCoopmat(w.gate.typ, dim) && r.c.moeUsesCoopmat(w.up.typ, dim) && r.c.moeUsesCoopmat(w.down.typ, ff) {
@@ -536,12 +528,6 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 			ms.wts.Range(0, uint64(4*pairs)), w.upOff, dim, ff, p.Experts, p.Used, ff, p.Gating, p.NormWeights, p.WeightsScale)
 		s.Barrier()
 		r.captureRouting(s, m)
-		stamp("ffn_up")
-	} else if roundIn {
-		sl := w.gate.slices[0]
-		s.MoEMatVecX8Round(w.gate.typ, sl.buf.All(), xnQ, xnS, hid, ms.ids.All(), hidQ, hidS, ms.arrivals.Range(0, uint64(4*p.Used)),
-			w.upOff, dim, ff, w.gate.count, p.Used, ff, x8Q8K(w.down.typ))
-		s.Barrier()
 		stamp("ffn_up")
 	} else if x8GateUp {
 		sl := w.gate.slices[0]
@@ -568,10 +554,8 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		stamp("swiglu")
 	}
 	if x8Down {
-		if !roundIn {
-			s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
-			s.Barrier()
-		}
+		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
+		s.Barrier()
 		if fold {
 			sh, g := ms.out, ms.wts // not read without a shared expert
 			if w.shared != nil {

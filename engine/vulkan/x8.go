@@ -372,36 +372,6 @@ func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64,
 		gx, gy, uint32(pairs), w, xq, xs, y, ids)
 }
 
-// MoEMatVecX8Round records a decode step's gate and up products (MoEMatVecX8 with upOff, one
-// token, w one binding of every expert) whose workgroups also round each pair's SwiGLU row for
-// the down products, as QuantizeX8 (with q8k: X8Input.Q8K) rounds it into hq and hs, in the
-// workgroup that finishes the pair last (moe_matvec_x8q_<type>): the rounding's own dispatch
-// and stage go (VKLLM_GPU_ROUND_IN_EXPERTS). arrivals holds a 4-byte count a pair, 0 before
-// and left 0.
-func (s *Seq) MoEMatVecX8Round(t quant.Type, w, xq, xs, y, ids, hq, hs, arrivals Binding, upOff uint64, k, n, experts, used, yStride int, q8k bool) {
-	name := x8Kernel("moe_matvec_x8q_", t)
-	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || n%32 != 0 || (q8k && n%256 != 0) || upOff == 0 || upOff%256 != 0 || upOff > 1<<32-1 {
-		s.fail(fmt.Errorf("moe matvec x8 round: %v gate and up rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows (a multiple of 32, of 256 for Q8_K), up experts at byte %d (a nonzero multiple of 256 below 4 GiB)", t, k, n, upOff))
-		return
-	}
-	if experts <= 0 || used <= 0 || used > min(experts, moeMaxUsed) || yStride < n || yStride%4 != 0 {
-		s.fail(fmt.Errorf("moe matvec x8 round: %d of %d experts (%d used at most), rows %d apart for %d", used, experts, moeMaxUsed, yStride, n))
-		return
-	}
-	if xq.Size < uint64(x8QuantBytes(k)) || xs.Size < uint64(x8ScaleBytes(k)) || y.Size < uint64(4*((used-1)*yStride+n)) || ids.Size < uint64(4*used) ||
-		hq.Size < uint64(used*x8QuantBytes(n)) || hs.Size < uint64(used*x8ScaleBytes(n)) || arrivals.Size < uint64(4*used) {
-		s.fail(fmt.Errorf("moe matvec x8 round %v: %d pairs of %d rows over %d: a binding is too small", t, used, n, k))
-		return
-	}
-	gx, gy := s.c.moeX8Grid(t, n)
-	kern := s.kernel(name, 8, 40)
-	if kern == nil {
-		return
-	}
-	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(0), uint32(experts), uint32(used), uint32(0), uint32(yStride), gx, uint32(upOff), q8k),
-		gx, gy, uint32(used), w, xq, xs, y, ids, hq, hs, arrivals)
-}
-
 // moeX8Grid is the grid of moe_matvec_x8's workgroups over n rows of t experts (the pairs along
 // z): moeX8RowsOf(t) rows a subgroup.
 func (c *Context) moeX8Grid(t quant.Type, n int) (gx, gy uint32) {

@@ -1,5 +1,0 @@
-#version 450
-// moe_matvec_x8_q8_0 rounding each pair's SwiGLU row for the down products in its last workgroup (ROUND_OUT: the gate and up products of a decode step)
-#define T_Q8_0
-#define ROUND_OUT
-#include "moe_matvec_x8.glsl"
