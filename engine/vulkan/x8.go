@@ -33,7 +33,7 @@ func x8Kernel(family string, t quant.Type) string {
 // Q4_0, Q8_0 and Q6_K the one that copies its blocks through shared memory under
 // VKLLM_GPU_X8_COOP, or for Q6_K the one that takes 64 elements a lane under
 // VKLLM_GPU_Q6K_WIDE, or for Q4_K rows of k elements the one whose lanes take two sub-blocks
-// under VKLLM_GPU_Q4K_PAIRS); the ROPE_KV and CONV variants append their suffixes to it.
+// under VKLLM_GPU_Q4K_PAIRS_MIN_K); the ROPE_KV and CONV variants append their suffixes to it.
 func (c *Context) x8Dense(t quant.Type, k int) string {
 	name := x8Kernel("matvec_x8_", t)
 	switch {
@@ -48,11 +48,11 @@ func (c *Context) x8Dense(t quant.Type, k int) string {
 }
 
 // q4kPairsFor reports whether Q4K_PAIRS serves a decode product of type t over k-element rows:
-// Q4_K under VKLLM_GPU_Q4K_PAIRS, where a row's pairs of sub-blocks (k/64) keep at least half
-// of a subgroup's lanes busy (a 768-wide expert down row has 12 pairs for 32 lanes; its 24
-// units keep 24 busy).
+// Q4_K rows of at least VKLLM_GPU_Q4K_PAIRS_MIN_K elements, whose pairs of sub-blocks (k/64)
+// keep at least half of a subgroup's lanes busy (a 768-wide expert down row has 12 pairs for
+// 32 lanes; its 24 units keep 24 busy).
 func (c *Context) q4kPairsFor(t quant.Type, k int) bool {
-	return c.q4kPairs && t == quant.Q4_K && k%64 == 0 && 2*(k/64) >= c.Info.SubgroupSize
+	return c.q4kPairsMinK > 0 && k >= c.q4kPairsMinK && t == quant.Q4_K && k%64 == 0 && 2*(k/64) >= c.Info.SubgroupSize
 }
 
 // usesX8 reports whether a product of m tokens with weights of type t and k-element rows takes

@@ -350,13 +350,13 @@ func TestQuantizeX8RoundsEachInputWithinHalfAStep(t *testing.T) {
 // (gate and up experts in one binding, 256 bytes aligned, SwiGLU of the two sums against
 // silu(g)·u in float64, bound 1e-5 relative to |g|+|u| magnitudes) are checked, Y poisoned
 // first so a row left unwritten shows. Q4_K runs twice: a sub-block a lane, and two
-// (moe_matvec_x8_q4_kp, VKLLM_GPU_Q4K_PAIRS).
+// (moe_matvec_x8_q4_kp, VKLLM_GPU_Q4K_PAIRS_MIN_K).
 func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no moe_matvec_x8", c.Info.Name)
 	}
-	defer func(on bool) { c.q4kPairs = on }(c.q4kPairs)
+	defer func(minK int) { c.q4kPairsMinK = minK }(c.q4kPairsMinK)
 	const n, ne, used, m = 7, 5, 2, 3
 	ids := []uint32{4, 1, 1, 3, 0, 4}
 	pairs := m * used
@@ -369,9 +369,15 @@ func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 		if typ.BlockSize() > 32 {
 			k = 512
 		}
+		if tc.q4kPairs { // enough pairs of sub-blocks for half a subgroup's lanes
+			k = max(k, (32*c.Info.SubgroupSize+255)/256*256)
+		}
 		for _, form := range []string{"token-input", "pair-input", "gate-up-swiglu"} {
 			t.Run(fmt.Sprintf("%v/pairs%v/%s", typ, tc.q4kPairs, form), func(t *testing.T) {
-				c.q4kPairs = tc.q4kPairs
+				c.q4kPairsMinK = 0
+				if tc.q4kPairs {
+					c.q4kPairsMinK = 1
+				}
 				if want := tc.q4kPairs; c.q4kPairsFor(typ, k) != want {
 					t.Fatalf("q4kPairsFor(%v, %d) = %v with the switch %v on %q (subgroup %d)", typ, k, !want, want, c.Info.Name, c.Info.SubgroupSize)
 				}
@@ -837,7 +843,7 @@ func TestQ6KWideDecodeMatchesUnitReads(t *testing.T) {
 	}
 }
 
-// With VKLLM_GPU_Q4K_PAIRS a decode step's Q4_K products give each lane two sub-blocks that
+// With VKLLM_GPU_Q4K_PAIRS_MIN_K a decode step's Q4_K products give each lane two sub-blocks that
 // share a header and quants (matvec_x8_q4_kp, its rope+kv and conv ends, and the experts' gate
 // and up, moe_matvec_x8_q4_kp): their sums run in another order, so the logits of four decode
 // steps stay within 1e-3 of the unit-a-lane kernels' (relative to the largest logit;
@@ -850,7 +856,7 @@ func TestQ4KPairsDecodeMatchesUnitReads(t *testing.T) {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, pairs bool) { c.x8, c.q4kPairs = x8, pairs }(c.x8, c.q4kPairs)
+	defer func(x8 bool, minK int) { c.x8, c.q4kPairsMinK = x8, minK }(c.x8, c.q4kPairsMinK)
 	c.x8 = true
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -867,7 +873,10 @@ func TestQ4KPairsDecodeMatchesUnitReads(t *testing.T) {
 				t.Skipf("rows of %d: too few sub-block pairs for a subgroup of %d on %q", m.Hyper.Dim, c.Info.SubgroupSize, c.Info.Name)
 			}
 			decode := func(pairs bool) ([]float32, []int) {
-				c.q4kPairs = pairs
+				c.q4kPairsMinK = 0
+				if pairs {
+					c.q4kPairsMinK = 1
+				}
 				logits, _ := decodeSteps(t, c, m)
 				vocab := len(logits) / 4
 				var ids []int
