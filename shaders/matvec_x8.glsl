@@ -211,17 +211,6 @@ void main() {
                 acc[i] += q6kChunkDot(r * rowBytes + b * BLOCK_BYTES, h, hh, xw, xsc);
             }
         }
-#elif defined(Q4K_PAIRS)
-        // a lane takes pair c: units 2c and 2c + 1, one header and one run of quants (q4kPairDot)
-        for (uint c = uFirst; c < units / 2u; c += uStep) {
-            uint u0 = 2u * c, xi = (u0 >> 5) * 64u + (u0 & 31u); // u0 + 1 is the next word of the same run
-            uvec4 xa0 = xq4[xi], xb0 = xq4[xi + 32u], xa1 = xq4[xi + 1u], xb1 = xq4[xi + 33u];
-            vec2 s0 = xs[u0], s1 = xs[u0 + 1u];
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                uint r = min(row0 + i, p.N - 1u); // a past-the-end row re-reads the last (never written)
-                acc[i] += q4kPairDot(r * rowBytes, u0, xa0, xb0, s0, xa1, xb1, s1);
-            }
-        }
 #else
         for (uint u = uFirst; u < units; u += uStep) {
             uint xi = (u >> 5) * 64u + (u & 31u);

@@ -81,19 +81,6 @@ void products(uint q, uint e, uint row0) {
         acc[i] = 0.0;
         accU[i] = 0.0;
     }
-#if defined(Q4K_PAIRS)
-    // a lane takes units 2c and 2c + 1: one header and one run of quants (q4kPairDot)
-    for (uint c = lane; c < units / 2u; c += lanes) {
-        uint u0 = 2u * c, xi = xq0 + (u0 >> 5) * 64u + (u0 & 31u);
-        uvec4 xa0 = xq4[xi], xb0 = xq4[xi + 32u], xa1 = xq4[xi + 1u], xb1 = xq4[xi + 33u];
-        vec2 s0 = xs[xs0 + u0], s1 = xs[xs0 + u0 + 1u];
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            uint rb = base + min(row0 + i, p.N - 1u) * rowBytes; // a row past the end re-reads the last (never written)
-            acc[i] += q4kPairDot(rb, u0, xa0, xb0, s0, xa1, xb1, s1);
-            if (paired) accU[i] += q4kPairDot(rb + p.pairOff, u0, xa0, xb0, s0, xa1, xb1, s1);
-        }
-    }
-#else
     for (uint u = lane; u < units; u += lanes) {
         uint xi = xq0 + (u >> 5) * 64u + (u & 31u);
         uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
@@ -104,7 +91,6 @@ void products(uint q, uint e, uint row0) {
             if (paired) accU[i] += unitDot(rb + p.pairOff, nb, u, xa, xb, s);
         }
     }
-#endif
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         float g = subgroupAdd(acc[i]);
         if (paired) {

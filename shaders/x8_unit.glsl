@@ -103,42 +103,6 @@ float q6kChunkDot(uint base, uint h, uint hh, uvec4 xw[4], vec2 xsc[4]) {
 }
 #endif
 
-#if defined(T_Q4_K)
-// q4kScaleMin is sub-block j's 6-bit scale and minimum from the superblock's 12 scale bytes
-// (y: bytes 0-3, z: 4-7, w: 8-11 of the header word hd).
-void q4kScaleMin(uvec4 hd, uint j, out float sc, out float m) {
-    uint sh8 = 8u * (j & 3u);
-    if (j < 4u) {
-        sc = float((hd.y >> sh8) & 63u);
-        m = float((hd.z >> sh8) & 63u);
-    } else {
-        sc = float(((hd.w >> sh8) & 0xfu) | (((hd.y >> sh8) >> 6 & 3u) << 4));
-        m = float(((hd.w >> sh8) >> 4 & 0xfu) | (((hd.z >> sh8) >> 6 & 3u) << 4));
-    }
-}
-
-// q4kPairDot is unitDot(u0) + unitDot(u0 + 1) for an even unit u0 of a Q4_K row: the two
-// sub-blocks 2i and 2i + 1 share a superblock's header and the same 32 bytes of quants (the
-// low nibbles and the high), so a lane taking both loads them once (Q4K_PAIRS: 48 bytes of
-// weights a 64 elements where unitDot loads 96). x's units: (xa0, xb0, s0) for u0, (xa1, xb1,
-// s1) for u0 + 1. The sum of the two is rounded once more than two unitDots added in turn.
-float q4kPairDot(uint rowByte, uint u0, uvec4 xa0, uvec4 xb0, vec2 s0, uvec4 xa1, uvec4 xb1, vec2 s1) {
-    uint j0 = u0 & 7u, b4 = (rowByte >> 4) + (u0 >> 3) * (BLOCK_BYTES / 16u);
-    uvec4 hd = w4[b4];
-    vec2 dm = unpackHalf2x16(hd.x);
-    float sc0, m0, sc1, m1;
-    q4kScaleMin(hd, j0, sc0, m0);
-    q4kScaleMin(hd, j0 + 1u, sc1, m1);
-    uvec4 qa = w4[b4 + 1u + j0], qb = w4[b4 + 2u + j0]; // quants of sub-blocks j0, j0 + 1: 2·(j0/2) = j0 words in
-    int lo = 0, hi = 0;
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        lo += idot(qa[i] & 0x0f0f0f0fu, xa0[i]) + idot(qb[i] & 0x0f0f0f0fu, xb0[i]);
-        hi += idot((qa[i] >> 4) & 0x0f0f0f0fu, xa1[i]) + idot((qb[i] >> 4) & 0x0f0f0f0fu, xb1[i]);
-    }
-    return s0.x * (dm.x * sc0 * float(lo) - dm.y * m0 * s0.y) + s1.x * (dm.x * sc1 * float(hi) - dm.y * m1 * s1.y);
-}
-#endif
-
 // unitDot is unit u of the row at byte rowByte times x's unit (xa, xb: its 32 int8; s: d and Σq).
 float unitDot(uint rowByte, uint nb, uint u, uvec4 xa, uvec4 xb, vec2 s) {
 #if defined(T_Q4_0)

@@ -180,7 +180,7 @@ func (s *Seq) MatVecX8Conv(t quant.Type, w, xq, xs, y, taps, state Binding, k, n
 		s.fail(fmt.Errorf("matvec_x8 conv: %w", err))
 		return
 	}
-	kern := s.kernel(s.c.x8Dense(t, k)+"_conv", 6, 28)
+	kern := s.kernel(s.c.x8Dense(t)+"_conv", 6, 28)
 	if kern == nil {
 		return
 	}

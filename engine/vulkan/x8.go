@@ -32,27 +32,16 @@ func x8Kernel(family string, t quant.Type) string {
 // x8Dense is the name of t's dense int8 decode product on this context (x8Kernel's, or for
 // Q4_0, Q8_0 and Q6_K the one that copies its blocks through shared memory under
 // VKLLM_GPU_X8_COOP, or for Q6_K the one that takes 64 elements a lane under
-// VKLLM_GPU_Q6K_WIDE, or for Q4_K rows of k elements the one whose lanes take two sub-blocks
-// under VKLLM_GPU_Q4K_PAIRS_MIN_K); the ROPE_KV and CONV variants append their suffixes to it.
-func (c *Context) x8Dense(t quant.Type, k int) string {
+// VKLLM_GPU_Q6K_WIDE); the ROPE_KV and CONV variants append their suffixes to it.
+func (c *Context) x8Dense(t quant.Type) string {
 	name := x8Kernel("matvec_x8_", t)
 	switch {
 	case c.x8Coop && (t == quant.Q4_0 || t == quant.Q8_0 || t == quant.Q6_K):
 		name += "c"
 	case c.q6kWide && t == quant.Q6_K:
 		name += "w"
-	case c.q4kPairsFor(t, k):
-		name += "p"
 	}
 	return name
-}
-
-// q4kPairsFor reports whether Q4K_PAIRS serves a decode product of type t over k-element rows:
-// Q4_K rows of at least VKLLM_GPU_Q4K_PAIRS_MIN_K elements, whose pairs of sub-blocks (k/64)
-// keep at least half of a subgroup's lanes busy (a 768-wide expert down row has 12 pairs for
-// 32 lanes; its 24 units keep 24 busy).
-func (c *Context) q4kPairsFor(t quant.Type, k int) bool {
-	return c.q4kPairsMinK > 0 && k >= c.q4kPairsMinK && t == quant.Q4_K && k%64 == 0 && 2*(k/64) >= c.Info.SubgroupSize
 }
 
 // usesX8 reports whether a product of m tokens with weights of type t and k-element rows takes
@@ -79,7 +68,7 @@ func (s *Seq) MatVecX8(t quant.Type, w, xq, xs, y Binding, k, n int, accumulate 
 		s.fail(fmt.Errorf("matvec_x8: %v %dx%d: a binding is too small (weights %d of %d bytes, y %d of %d)", t, n, k, w.Size, rowBytes*n, y.Size, 4*n))
 		return
 	}
-	s.matVecX8(s.c.x8Dense(t, k), nr, w, xq, xs, y, k, n, accumulate)
+	s.matVecX8(s.c.x8Dense(t), nr, w, xq, xs, y, k, n, accumulate)
 }
 
 // x8RopeKVMode is what matvec_x8's ROPE_KV variant makes of a decode product's rows.
@@ -112,7 +101,7 @@ func (s *Seq) MatVecX8RopeKV(t quant.Type, w, xq, xs, y, cs, pos Binding, k, n, 
 		s.fail(fmt.Errorf("matvec_x8 rope+kv: %w", err))
 		return
 	}
-	kern := s.kernel(s.c.x8Dense(t, k)+"_rkv", 6, 36)
+	kern := s.kernel(s.c.x8Dense(t)+"_rkv", 6, 36)
 	if kern == nil {
 		return
 	}
@@ -354,9 +343,6 @@ func moeX8RowsOf(t quant.Type) int {
 // silu(gate·x)·(up·x), as SwiGLU computes it.
 func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64, k, n, e0, ne, used, pairs int, xPerPair bool, yStride int) {
 	name := x8Kernel("moe_matvec_x8_", t)
-	if s.c.q4kPairsFor(t, k) {
-		name += "p"
-	}
 	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || ne <= 0 || used <= 0 || pairs <= 0 {
 		s.fail(fmt.Errorf("moe matvec x8: %v rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, %d experts, %d pairs", t, k, n, ne, pairs))
 		return

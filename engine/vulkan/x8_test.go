@@ -57,7 +57,6 @@ func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 		{"matvec_x8_q8_0c", quant.Q8_0, 4, false},
 		{"matvec_x8_q4_k", quant.Q4_K, 2, false},
 		{"matvec_x8_q4_k4", quant.Q4_K, 4, false},
-		{"matvec_x8_q4_kp", quant.Q4_K, 2, false},
 		{"matvec_x8_q5_k", quant.Q5_K, 2, false},
 		{"matvec_x8_q6_k", quant.Q6_K, 2, false},
 		{"matvec_x8_q6_kc", quant.Q6_K, 2, false},
@@ -123,7 +122,7 @@ var x8BenchKernels = map[quant.Type][]struct {
 }{
 	quant.Q4_0:    {{"matvec_x8_q4_0", 4}, {"matvec_x8_q4_0r", 4}, {"matvec_x8_q4_0c", 4}},
 	quant.Q8_0:    {{"matvec_x8_q8_0", 4}, {"matvec_x8_q8_0r", 4}, {"matvec_x8_q8_0c", 4}},
-	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}, {"matvec_x8_q4_kp", 2}},
+	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}},
 	quant.Q5_K:    {{"matvec_x8_q5_k", 2}},
 	quant.Q6_K:    {{"matvec_x8_q6_k", 2}, {"matvec_x8_q6_kc", 2}, {"matvec_x8_q6_kw", 2}},
 	quant.IQ2_XXS: {{"matvec_x8_iq2_xxs", 4}},
@@ -349,46 +348,22 @@ func TestQuantizeX8RoundsEachInputWithinHalfAStep(t *testing.T) {
 // other's pairs. Both input forms (the token's row, each pair's own row) and the paired form
 // (gate and up experts in one binding, 256 bytes aligned, SwiGLU of the two sums against
 // silu(g)·u in float64, bound 1e-5 relative to |g|+|u| magnitudes) are checked, Y poisoned
-// first so a row left unwritten shows. Q4_K runs twice: a sub-block a lane, and two
-// (moe_matvec_x8_q4_kp, VKLLM_GPU_Q4K_PAIRS_MIN_K).
+// first so a row left unwritten shows.
 func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no moe_matvec_x8", c.Info.Name)
 	}
-	defer func(minK int) { c.q4kPairsMinK = minK }(c.q4kPairsMinK)
 	const n, ne, used, m = 7, 5, 2, 3
 	ids := []uint32{4, 1, 1, 3, 0, 4}
 	pairs := m * used
-	for _, tc := range []struct {
-		typ      quant.Type
-		q4kPairs bool
-	}{{quant.Q4_0, false}, {quant.Q8_0, false}, {quant.Q4_K, false}, {quant.Q4_K, true}, {quant.Q5_K, false}, {quant.Q6_K, false}, {quant.IQ2_XXS, false}} {
-		typ := tc.typ
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ2_XXS} {
 		k := 64
 		if typ.BlockSize() > 32 {
 			k = 512
 		}
-		if tc.q4kPairs { // enough pairs of sub-blocks for half a subgroup's lanes
-			k = max(k, (32*c.Info.SubgroupSize+255)/256*256)
-		}
 		for _, form := range []string{"token-input", "pair-input", "gate-up-swiglu"} {
-			t.Run(fmt.Sprintf("%v/pairs%v/%s", typ, tc.q4kPairs, form), func(t *testing.T) {
-				c.q4kPairsMinK = 0
-				if tc.q4kPairs {
-					c.q4kPairsMinK = 1
-				}
-				if want := tc.q4kPairs; c.q4kPairsFor(typ, k) != want {
-					t.Fatalf("q4kPairsFor(%v, %d) = %v with the switch %v on %q (subgroup %d)", typ, k, !want, want, c.Info.Name, c.Info.SubgroupSize)
-				}
-				if tc.q4kPairs {
-					forgetKernels(c, "moe_matvec_x8_q4_kp")
-					defer func() {
-						if _, made := c.kernels["moe_matvec_x8_q4_kp"]; !made {
-							t.Errorf("the products did not take moe_matvec_x8_q4_kp")
-						}
-					}()
-				}
+			t.Run(fmt.Sprintf("%v/%s", typ, form), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(int64(typ)*11 + int64(len(form))))
 				gq, gd := moeTestWeights(t, rng, typ, k, n, ne)
 				uq, ud := moeTestWeights(t, rng, typ, k, n, ne)
@@ -838,76 +813,6 @@ func TestQ6KWideDecodeMatchesUnitReads(t *testing.T) {
 			}
 			if !slices.Equal(baseIDs, wideIDs) {
 				t.Errorf("greedy tokens %v, the unit-a-lane kernels' %v", wideIDs, baseIDs)
-			}
-		})
-	}
-}
-
-// With VKLLM_GPU_Q4K_PAIRS_MIN_K a decode step's Q4_K products give each lane two sub-blocks that
-// share a header and quants (matvec_x8_q4_kp, its rope+kv and conv ends, and the experts' gate
-// and up, moe_matvec_x8_q4_kp): their sums run in another order, so the logits of four decode
-// steps stay within 1e-3 of the unit-a-lane kernels' (relative to the largest logit;
-// TestMatVecX8MatchesFloat64Reference and TestMoEMatVecX8MatchesFloat64Reference hold the
-// kernels to a float64 bound) and pick the same tokens. Fails if the switch does not select
-// the kernels.
-func TestQ4KPairsDecodeMatchesUnitReads(t *testing.T) {
-	c := ctxOrSkip(t)
-	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
-		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
-	}
-	withTier(t, c, false)
-	defer func(x8 bool, minK int) { c.x8, c.q4kPairsMinK = x8, minK }(c.x8, c.q4kPairsMinK)
-	c.x8 = true
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		arch    string
-		kernels []string
-	}{
-		{"llama", []string{"matvec_x8_q4_kp", "matvec_x8_q4_kp_rkv"}},
-		{"qwen35", []string{"matvec_x8_q4_kp", "matvec_x8_q4_kp_conv"}},
-		{"qwen3moe", []string{"matvec_x8_q4_kp", "moe_matvec_x8_q4_kp"}},
-	} {
-		t.Run(tc.arch, func(t *testing.T) {
-			m := loadTiny(t, dir, tc.arch, quant.Q4_K, 3)
-			if 2*(m.Hyper.Dim/64) < c.Info.SubgroupSize {
-				t.Skipf("rows of %d: too few sub-block pairs for a subgroup of %d on %q", m.Hyper.Dim, c.Info.SubgroupSize, c.Info.Name)
-			}
-			decode := func(pairs bool) ([]float32, []int) {
-				c.q4kPairsMinK = 0
-				if pairs {
-					c.q4kPairsMinK = 1
-				}
-				logits, _ := decodeSteps(t, c, m)
-				vocab := len(logits) / 4
-				var ids []int
-				for i := range 4 {
-					step := logits[i*vocab : (i+1)*vocab]
-					ids = append(ids, slices.Index(step, slices.Max(step)))
-				}
-				return logits, ids
-			}
-			forgetKernels(c, tc.kernels...)
-			base, baseIDs := decode(false)
-			for _, k := range tc.kernels {
-				if _, made := c.kernels[k]; made {
-					t.Fatalf("%s made with the switch off", k)
-				}
-			}
-			paired, pairedIDs := decode(true)
-			for _, k := range tc.kernels {
-				if _, made := c.kernels[k]; !made {
-					t.Errorf("the decode steps did not take %s", k)
-				}
-			}
-			scale := 0.0
-			for _, v := range base {
-				scale = max(scale, math.Abs(float64(v)))
-			}
-			if d := float64(maxAbsDiff(base, paired)); d > 1e-3*scale {
-				t.Errorf("logits differ by up to %g from the unit-a-lane kernels' (bound %g)", d, 1e-3*scale)
-			}
-			if !slices.Equal(baseIDs, pairedIDs) {
-				t.Errorf("greedy tokens %v, the unit-a-lane kernels' %v", pairedIDs, baseIDs)
 			}
 		})
 	}
