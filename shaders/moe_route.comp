@@ -10,11 +10,9 @@
 // index, and never a NaN over a number. ids[t·USED + j] and wts[t·USED + j] get the j-th
 // choice, best first; nothing goes back to the host.
 // One 64-thread workgroup a token, each thread holding the logits of experts tid, tid + 64, ..
-// (NE <= 512) in registers: every maximum and sum is a subgroup reduction whose per-subgroup
-// results meet in shared memory across one barrier (a decode step's routing is serial latency).
-// Up to 256 experts the choice is by rank (each expert counts the keys above its own in shared
-// memory: two barriers for all USED choices); above, one subgroup arg-max and one barrier a
-// selection. exp and
+// (NE <= 512) in registers: every maximum, sum and arg-max is a subgroup reduction whose
+// per-subgroup results meet in shared memory across one barrier (a decode step's routing is
+// serial latency: one barrier a selection instead of a seven-level shared-memory tree). exp and
 // the divisions are correctly rounded (exact.glsl); the sum of the softmax is an f32 reduction
 // (the CPU sums in f64: the weights may differ from its in the last bit, the choice only on an
 // exact tie of two rounded probabilities).

@@ -13,7 +13,6 @@ shared uint redU[2][64];
 shared uint redI[2][64]; // wgArgMax's per-subgroup indices
 shared uint sel[64];
 shared float selP[64];
-shared uvec4 rankKeys4[64]; // the rank selection's keys, four a word (NE <= 256)
 
 // Each reduction writes its subgroup's result into slot `slot`, waits once, and combines every
 // subgroup's; consecutive reductions alternate slots, so a slot is rewritten only after every
@@ -106,55 +105,26 @@ void routeToken(uint t, uint tid, bool write) {
             }
         }
     }
-    if (R_NE <= 256u) { // uniform
-        // The choice by rank: every expert's key goes to shared memory once, and each expert
-        // counts the keys ranked above its own (larger, or equal at a lower index); the
-        // experts ranked below USED take their places. The same order as USED selections of
-        // the largest (rankKey's), with two barriers instead of one a selection.
-        uint nk = (R_NE + 3u) & ~3u;
+    uint taken = 0u; // bit k: expert tid + THREADS·k is chosen
+    for (uint j = 0u; j < R_USED; j++) {
+        uint bk = 0u, bi = 0xffffffffu; // this thread's best untaken expert (ascending k: ties keep the lower index)
         [[unroll]] for (uint k = 0u; k < PER; k++) {
             uint i = tid + THREADS * k;
-            if (i < held) rankKeys4[i >> 2][i & 3u] = rankKey(prob[k], true);
-        }
-        if (tid < nk - R_NE) rankKeys4[(R_NE + tid) >> 2][(R_NE + tid) & 3u] = 0u; // below every expert's key
-        barrier();
-        [[unroll]] for (uint k = 0u; k < PER; k++) {
-            uint i = tid + THREADS * k;
-            if (i < held) {
-                uint key = rankKey(prob[k], true), rank = 0u;
-                for (uint e = 0u; e < nk; e += 4u) {
-                    uvec4 o = rankKeys4[e >> 2];
-                    rank += uint(o.x > key || (o.x == key && e < i)) + uint(o.y > key || (o.y == key && e + 1u < i)) +
-                            uint(o.z > key || (o.z == key && e + 2u < i)) + uint(o.w > key || (o.w == key && e + 3u < i));
-                }
-                if (rank < R_USED) {
-                    sel[rank] = i;
-                    selP[rank] = prob[k];
-                }
+            uint key = rankKey(prob[k], i < held && (taken & (1u << k)) == 0u);
+            if (key > bk) {
+                bk = key;
+                bi = i;
             }
         }
-    } else {
-        uint taken = 0u; // bit k: expert tid + THREADS·k is chosen
-        for (uint j = 0u; j < R_USED; j++) {
-            uint bk = 0u, bi = 0xffffffffu; // this thread's best untaken expert (ascending k: ties keep the lower index)
-            [[unroll]] for (uint k = 0u; k < PER; k++) {
-                uint i = tid + THREADS * k;
-                uint key = rankKey(prob[k], i < held && (taken & (1u << k)) == 0u);
-                if (key > bk) {
-                    bk = key;
-                    bi = i;
-                }
-            }
-            uint choice = wgArgMax(bk, bi, slot);
-            slot ^= 1u;
-            if (choice % THREADS == tid) { // the owner marks it and hands its probability over
-                uint k = choice / THREADS;
-                taken |= 1u << k;
-                float v = prob[0];
-                [[unroll]] for (uint kk = 1u; kk < PER; kk++) if (kk == k) v = prob[kk];
-                sel[j] = choice;
-                selP[j] = v;
-            }
+        uint choice = wgArgMax(bk, bi, slot);
+        slot ^= 1u;
+        if (choice % THREADS == tid) { // the owner marks it and hands its probability over
+            uint k = choice / THREADS;
+            taken |= 1u << k;
+            float v = prob[0];
+            [[unroll]] for (uint kk = 1u; kk < PER; kk++) if (kk == k) v = prob[kk];
+            sel[j] = choice;
+            selP[j] = v;
         }
     }
     // The weights: thread j < USED takes choice j. Every sum runs over the choices in order

@@ -29,9 +29,9 @@ layout(push_constant) uniform P {
     float scale; // a factor on the weights (1: none)
 } p;
 
-// x kept in shared memory up to K = 2560, leaving room for the route's reductions and keys
-// within Vulkan's least 16 KB of shared memory (wider rows read x4 again).
-#define NORM_XMAX 640u
+// x kept in shared memory up to K = 3072, leaving room for the route's reductions within
+// Vulkan's least 16 KB of shared memory (wider rows read x4 again).
+#define NORM_XMAX 768u
 #include "matvec_norm_f32.glsl"
 
 #include "exact.glsl" // expExact, divExact
