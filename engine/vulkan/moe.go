@@ -1,6 +1,8 @@
 package vulkan
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 
 	"github.com/vkllm/vkllm/engine/model"
@@ -25,16 +27,8 @@ const (
 // first), following the gating, the renormalisation (norm) and the scale as engine/cpu's route
 // does.
 func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating model.Gating, norm bool, scale float32) {
-	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) || m <= 0 {
-		s.fail(fmt.Errorf("moe route: %d of %d experts for %d tokens (at most %d experts, %d used)", used, experts, m, moeMaxExperts, moeMaxUsed))
-		return
-	}
-	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
-		s.fail(fmt.Errorf("moe route: gating %v has no kernel", gating))
-		return
-	}
-	if !s.c.Info.Features[FeatureSubgroupArith] {
-		s.fail(fmt.Errorf("moe route: device %q has no subgroup arithmetic in compute shaders, which the router's reductions use", s.c.Info.Name))
+	if err := s.c.checkRouting(experts, used, gating); err != nil || m <= 0 {
+		s.fail(fmt.Errorf("moe route for %d tokens: %w", m, cmp.Or(err, errors.New("no token"))))
 		return
 	}
 	kern := s.kernel("moe_route", 3, 24)
@@ -54,21 +48,13 @@ func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating mo
 // weights into ids and wts as MoERoute chooses them, by the workgroup that finishes last.
 // arrivals is a 4-byte count of finished workgroups, 0 before and left 0.
 func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, experts, used int, eps float32, gating model.Gating, norm bool, scale float32) {
-	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) || k <= 0 || k%4 != 0 {
-		s.fail(fmt.Errorf("router and route: %d of %d experts (at most %d, %d used), rows of %d (a multiple of 4)", used, experts, moeMaxExperts, moeMaxUsed, k))
-		return
-	}
-	if gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
-		s.fail(fmt.Errorf("router and route: gating %v has no kernel", gating))
+	if err := s.c.checkRouting(experts, used, gating); err != nil || k <= 0 || k%4 != 0 {
+		s.fail(fmt.Errorf("router and route over rows of %d (a positive multiple of 4): %w", k, cmp.Or(err, errors.New("bad row length"))))
 		return
 	}
 	if w.Size < uint64(4*k*experts) || x.Size < uint64(4*k) || g.Size < uint64(4*k) || logits.Size < uint64(4*experts) ||
 		ids.Size < uint64(4*used) || wts.Size < uint64(4*used) || arrivals.Size < 4 {
 		s.fail(fmt.Errorf("router and route: %d rows of %d, %d used: a binding is too small", experts, k, used))
-		return
-	}
-	if !s.c.Info.Features[FeatureSubgroupArith] {
-		s.fail(fmt.Errorf("router and route: device %q has no subgroup arithmetic in compute shaders, which the router's reductions use", s.c.Info.Name))
 		return
 	}
 	kern := s.kernel("router_route_f32", 7, 28)
@@ -81,6 +67,20 @@ func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, exp
 	rows := s.c.subgroupsPerWorkgroup() // a row per subgroup, as matvec_norm_f32
 	s.Dispatch(kern, Push(uint32(k), uint32(experts), eps, uint32(used), uint32(gating), norm, scale), uint32((experts+rows-1)/rows), 1, 1,
 		w, x, g, logits, ids, wts, arrivals)
+}
+
+// checkRouting reports why moe_route's choice (moe_route.glsl) cannot route used of experts
+// with gating on this device, nil when it can.
+func (c *Context) checkRouting(experts, used int, gating model.Gating) error {
+	switch {
+	case experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed):
+		return fmt.Errorf("%d of %d experts: at most %d experts and %d used", used, experts, moeMaxExperts, moeMaxUsed)
+	case gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected:
+		return fmt.Errorf("gating %v has no kernel", gating)
+	case !c.Info.Features[FeatureSubgroupArith]:
+		return fmt.Errorf("device %q has no subgroup arithmetic in compute shaders, which the router's reductions use", c.Info.Name)
+	}
+	return nil
 }
 
 // moeExpertRows is the rows one group of moe_matvec's lanes takes (the shader's NR).

@@ -95,8 +95,8 @@ func TestMoERouteSelectsTheReferenceExpertsAndWeights(t *testing.T) {
 		{128, 8, 1, model.GatingSigmoid, true, 2.5},
 		{60, 1, 5, model.GatingSoftmaxSelected, false, 1},
 		{60, 6, 5, model.GatingSoftmaxSelected, true, 1},
-		{130, 8, 5, model.GatingSoftmax, true, 1}, // some threads hold three experts
-		{256, 8, 5, model.GatingSoftmax, true, 1}, // Qwen3.5/3.6-MoE's 256
+		{130, 8, 5, model.GatingSoftmax, true, 1},  // some threads hold three experts
+		{256, 8, 5, model.GatingSoftmax, true, 1},  // Qwen3.5/3.6-MoE's 256
 		{512, 10, 3, model.GatingSigmoid, true, 1}, // the most moe_route holds
 	} {
 		name := fmt.Sprintf("e%d/k%d/tokens%d/%v/norm%v/scale%g", tc.experts, tc.used, tc.m, tc.gating, tc.norm, tc.scale)

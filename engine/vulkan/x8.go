@@ -389,8 +389,8 @@ func (s *Seq) MoEMatVecX8Route(t quant.Type, w, xq, xs, y, ids, logits, wts Bind
 		s.fail(fmt.Errorf("moe matvec x8 route: %v gate and up rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, up experts at byte %d (a nonzero multiple of 256 below 4 GiB)", t, k, n, upOff))
 		return
 	}
-	if experts <= 0 || experts > moeMaxExperts || used <= 0 || used > min(experts, moeMaxUsed) || gating < model.GatingSoftmax || gating > model.GatingSoftmaxSelected {
-		s.fail(fmt.Errorf("moe matvec x8 route: %d of %d experts (at most %d, %d used), gating %v", used, experts, moeMaxExperts, moeMaxUsed, gating))
+	if err := s.c.checkRouting(experts, used, gating); err != nil {
+		s.fail(fmt.Errorf("moe matvec x8 route: %w", err))
 		return
 	}
 	if xq.Size < uint64(x8QuantBytes(k)) || xs.Size < uint64(x8ScaleBytes(k)) || logits.Size < uint64(4*experts) || ids.Size < uint64(4*used) || wts.Size < uint64(4*used) {
