@@ -36,7 +36,8 @@ func roundX8(x []float32) (q []int8, d []float64) {
 // TestMatVecX8MatchesFloat64Reference holds every matvec_x8 kernel to a float64 product of the
 // dequantized weights with x rounded as quantize_x8 rounds it: |y - ref| <= 1e-5·Σ|w·x| + 1e-6
 // (integer sums are exact; the bound covers the f32 scaling and lane-order sums). Shapes take
-// both the own-rows and the shared-rows grids and rows past a workgroup's end.
+// both the own-rows and the shared-rows grids and rows past a workgroup's end, and rows of
+// 4096 give each lane of a 32-wide subgroup four units (X8_BATCH2's paired steps).
 func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
@@ -57,13 +58,14 @@ func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 		{"matvec_x8_q8_0c", quant.Q8_0, 4, false},
 		{"matvec_x8_q4_k", quant.Q4_K, 2, false},
 		{"matvec_x8_q4_k4", quant.Q4_K, 4, false},
+		{"matvec_x8_q4_kb", quant.Q4_K, 2, false},
 		{"matvec_x8_q5_k", quant.Q5_K, 2, false},
 		{"matvec_x8_q6_k", quant.Q6_K, 2, false},
 		{"matvec_x8_q6_kc", quant.Q6_K, 2, false},
 		{"matvec_x8_q6_kw", quant.Q6_K, 2, false},
 		{"matvec_x8_iq2_xxs", quant.IQ2_XXS, 4, false},
 	} {
-		for _, sh := range []struct{ k, n int }{{256, 37}, {512, 1030}, {1024, 5000}, {2080, 77}} {
+		for _, sh := range []struct{ k, n int }{{256, 37}, {512, 1030}, {1024, 5000}, {2080, 77}, {4096, 40}} {
 			if sh.k%blockElems(tc.typ) != 0 || (tc.split && sh.k%256 != 0) {
 				continue // 65 units of 32 (runs that end inside a subgroup) for the 32-blocks in GGUF's layout; the row-split rows start 16-byte aligned only at whole 256s
 			}
@@ -122,7 +124,7 @@ var x8BenchKernels = map[quant.Type][]struct {
 }{
 	quant.Q4_0:    {{"matvec_x8_q4_0", 4}, {"matvec_x8_q4_0r", 4}, {"matvec_x8_q4_0c", 4}},
 	quant.Q8_0:    {{"matvec_x8_q8_0", 4}, {"matvec_x8_q8_0r", 4}, {"matvec_x8_q8_0c", 4}},
-	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}},
+	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}, {"matvec_x8_q4_kb", 2}},
 	quant.Q5_K:    {{"matvec_x8_q5_k", 2}},
 	quant.Q6_K:    {{"matvec_x8_q6_k", 2}, {"matvec_x8_q6_kc", 2}, {"matvec_x8_q6_kw", 2}},
 	quant.IQ2_XXS: {{"matvec_x8_iq2_xxs", 4}},
@@ -348,22 +350,41 @@ func TestQuantizeX8RoundsEachInputWithinHalfAStep(t *testing.T) {
 // other's pairs. Both input forms (the token's row, each pair's own row) and the paired form
 // (gate and up experts in one binding, 256 bytes aligned, SwiGLU of the two sums against
 // silu(g)·u in float64, bound 1e-5 relative to |g|+|u| magnitudes) are checked, Y poisoned
-// first so a row left unwritten shows.
+// first so a row left unwritten shows. Q4_K runs twice: a unit a lane a step, and two
+// (moe_matvec_x8_q4_kb, VKLLM_GPU_X8_BATCH2) over rows of 2048 (two units a lane on 32 lanes,
+// eight on lavapipe's 8).
 func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no moe_matvec_x8", c.Info.Name)
 	}
+	defer func(on bool) { c.x8Batch2 = on }(c.x8Batch2)
 	const n, ne, used, m = 7, 5, 2, 3
 	ids := []uint32{4, 1, 1, 3, 0, 4}
 	pairs := m * used
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ2_XXS} {
+	for _, tc := range []struct {
+		typ    quant.Type
+		batch2 bool
+	}{{quant.Q4_0, false}, {quant.Q8_0, false}, {quant.Q4_K, false}, {quant.Q4_K, true}, {quant.Q5_K, false}, {quant.Q6_K, false}, {quant.IQ2_XXS, false}} {
+		typ := tc.typ
 		k := 64
 		if typ.BlockSize() > 32 {
 			k = 512
 		}
+		if tc.batch2 {
+			k = 2048
+		}
 		for _, form := range []string{"token-input", "pair-input", "gate-up-swiglu"} {
-			t.Run(fmt.Sprintf("%v/%s", typ, form), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/batch2%v/%s", typ, tc.batch2, form), func(t *testing.T) {
+				c.x8Batch2 = tc.batch2
+				if tc.batch2 {
+					forgetKernels(c, "moe_matvec_x8_q4_kb")
+					defer func() {
+						if _, made := c.kernels["moe_matvec_x8_q4_kb"]; !made {
+							t.Errorf("the products did not take moe_matvec_x8_q4_kb")
+						}
+					}()
+				}
 				rng := rand.New(rand.NewSource(int64(typ)*11 + int64(len(form))))
 				gq, gd := moeTestWeights(t, rng, typ, k, n, ne)
 				uq, ud := moeTestWeights(t, rng, typ, k, n, ne)
@@ -813,6 +834,69 @@ func TestQ6KWideDecodeMatchesUnitReads(t *testing.T) {
 			}
 			if !slices.Equal(baseIDs, wideIDs) {
 				t.Errorf("greedy tokens %v, the unit-a-lane kernels' %v", wideIDs, baseIDs)
+			}
+		})
+	}
+}
+
+// With VKLLM_GPU_X8_BATCH2 a decode step's Q4_K products take two of a lane's units a step
+// (matvec_x8_q4_kb, its rope+kv and conv ends, and the experts', moe_matvec_x8_q4_kb): their
+// sums run in another order, so the logits of four decode steps stay within 1e-3 of the
+// unit-a-step kernels' (relative to the largest logit; the float64 tests above hold each
+// kernel to its bound) and pick the same tokens. Fails if the switch does not select the
+// kernels.
+func TestX8Batch2DecodeMatchesUnitSteps(t *testing.T) {
+	c := ctxOrSkip(t)
+	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
+		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
+	}
+	withTier(t, c, false)
+	defer func(x8, coop, batch bool) { c.x8, c.x8Coop, c.x8Batch2 = x8, coop, batch }(c.x8, c.x8Coop, c.x8Batch2)
+	c.x8, c.x8Coop = true, false
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		arch    string
+		kernels []string
+	}{
+		{"llama", []string{"matvec_x8_q4_kb", "matvec_x8_q4_kb_rkv"}},
+		{"qwen35", []string{"matvec_x8_q4_kb", "matvec_x8_q4_kb_conv"}},
+		{"qwen3moe", []string{"matvec_x8_q4_kb", "moe_matvec_x8_q4_kb"}},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			m := loadTiny(t, dir, tc.arch, quant.Q4_K, 3)
+			decode := func(batch bool) ([]float32, []int) {
+				c.x8Batch2 = batch
+				logits, _ := decodeSteps(t, c, m)
+				vocab := len(logits) / 4
+				var ids []int
+				for i := range 4 {
+					step := logits[i*vocab : (i+1)*vocab]
+					ids = append(ids, slices.Index(step, slices.Max(step)))
+				}
+				return logits, ids
+			}
+			forgetKernels(c, tc.kernels...)
+			base, baseIDs := decode(false)
+			for _, k := range tc.kernels {
+				if _, made := c.kernels[k]; made {
+					t.Fatalf("%s made with the switch off", k)
+				}
+			}
+			batched, batchedIDs := decode(true)
+			for _, k := range tc.kernels {
+				if _, made := c.kernels[k]; !made {
+					t.Errorf("the decode steps did not take %s", k)
+				}
+			}
+			scale := 0.0
+			for _, v := range base {
+				scale = max(scale, math.Abs(float64(v)))
+			}
+			if d := float64(maxAbsDiff(base, batched)); d > 1e-3*scale {
+				t.Errorf("logits differ by up to %g from the unit-a-step kernels' (bound %g)", d, 1e-3*scale)
+			}
+			if !slices.Equal(baseIDs, batchedIDs) {
+				t.Errorf("greedy tokens %v, the unit-a-step kernels' %v", batchedIDs, baseIDs)
 			}
 		})
 	}
