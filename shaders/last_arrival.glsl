@@ -1,5 +1,5 @@
 // last_arrival.glsl: the hand-off of a kernel whose last workgroup to finish combines what the
-// others wrote (argmax_wide). The including shader declares
+// others wrote (argmax_wide, router_route_f32). The including shader declares
 // `coherent buffer { uint arrivals[]; }`, the counts, each 0 between dispatches.
 
 shared bool lastArrivalFlag;

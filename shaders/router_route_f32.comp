@@ -4,10 +4,9 @@
 // (matvec_norm_f32.glsl, the same arithmetic), and the workgroup that finishes last then
 // chooses the token's experts from all NE logits as moe_route does (moe_route.glsl on its first
 // 64 threads: the same choice and weights), so the route needs no stage of its own.
-// "Last" is counted on done[0]: each workgroup makes its logits visible (memoryBarrierBuffer)
-// before one of its threads adds 1, and the workgroup that reads NWG-1 back reads the logits
-// through the coherent binding after a barrier of its own, then sets the count back to 0 for
-// the next layer's router (a later dispatch, after the pipeline barrier between stages).
+// "Last" is counted in arrivals[0] (last_arrival.glsl): the last workgroup reads every
+// workgroup's logits through the coherent binding, and sets the count back to 0 for the next
+// layer's router (a later dispatch, after the pipeline barrier between stages).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : enable
@@ -18,7 +17,7 @@ layout(std430, binding = 2) readonly buffer Gb { vec4 g4[]; };
 layout(std430, binding = 3) coherent buffer Lb { float logits[]; };
 layout(std430, binding = 4) writeonly buffer Ib { uint ids[]; };
 layout(std430, binding = 5) writeonly buffer Wtb { float wts[]; };
-layout(std430, binding = 6) coherent buffer Cb { uint done[]; };
+layout(std430, binding = 6) coherent buffer Cb { uint arrivals[]; };
 layout(push_constant) uniform P {
     uint K;      // the row length (dim, a multiple of 4)
     uint N;      // rows: the experts
@@ -41,21 +40,13 @@ layout(push_constant) uniform P {
 #define R_NORM p.norm
 #define R_SCALE p.scale
 #include "moe_route.glsl"
-
-shared bool lastGroup;
+#include "last_arrival.glsl"
 
 void main() {
     uint row = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
     float acc = normedRow(row, p.N);
     if (row < p.N && subgroupElect()) logits[row] = acc;
-    memoryBarrierBuffer(); // this workgroup's logits, before its count
-    barrier();
-    if (gl_LocalInvocationID.x == 0u) {
-        lastGroup = atomicAdd(done[0], 1u) == gl_NumWorkGroups.x - 1u;
-    }
-    barrier();
-    if (!lastGroup) return; // uniform over the workgroup
-    memoryBarrierBuffer(); // every workgroup's logits, before they are read
-    if (gl_LocalInvocationID.x == 0u) atomicExchange(done[0], 0u);
+    if (!lastToArrive(0u, gl_NumWorkGroups.x)) return; // uniform over the workgroup
+    arrivalDone(0u);
     routeToken(0u, gl_LocalInvocationID.x, true);
 }
