@@ -211,7 +211,8 @@ void main() {
                 acc[i] += q6kChunkDot(r * rowBytes + b * BLOCK_BYTES, h, hh, xw, xsc);
             }
         }
-#elif defined(X8_BATCH2)
+#else
+#if defined(X8_BATCH2)
         uint uStart = uFirst;
         // two of the lane's units a step in one block of code, so every load of both is issued
         // before either is used (a 2048-wide row is two units a lane on 32 lanes: one trip to
@@ -226,17 +227,11 @@ void main() {
                 acc[i] += unitDot(r * rowBytes, nb, u0, xa0, xb0, s0) + unitDot(r * rowBytes, nb, u1, xa1, xb1, s1);
             }
         }
-        for (uint u = uStart; u < units; u += uStep) {
-            uint xi = (u >> 5) * 64u + (u & 31u);
-            uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
-            vec2 s = xs[u];
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                uint r = min(row0 + i, p.N - 1u); // a past-the-end row re-reads the last (never written)
-                acc[i] += unitDot(r * rowBytes, nb, u, xa, xb, s);
-            }
-        }
+#define X8_UNIT_START uStart // the units the paired steps left
 #else
-        for (uint u = uFirst; u < units; u += uStep) {
+#define X8_UNIT_START uFirst
+#endif
+        for (uint u = X8_UNIT_START; u < units; u += uStep) {
             uint xi = (u >> 5) * 64u + (u & 31u);
             uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
             vec2 s = xs[u];

@@ -96,18 +96,11 @@ void products(uint q, uint e, uint row0) {
             if (paired) accU[i] += unitDot(rb + p.pairOff, nb, u0, xa0, xb0, s0) + unitDot(rb + p.pairOff, nb, u1, xa1, xb1, s1);
         }
     }
-    for (uint u = uStart; u < units; u += lanes) {
-        uint xi = xq0 + (u >> 5) * 64u + (u & 31u);
-        uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
-        vec2 s = xs[xs0 + u];
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            uint rb = base + min(row0 + i, p.N - 1u) * rowBytes; // a row past the end re-reads the last (never written)
-            acc[i] += unitDot(rb, nb, u, xa, xb, s);
-            if (paired) accU[i] += unitDot(rb + p.pairOff, nb, u, xa, xb, s);
-        }
-    }
+#define X8_UNIT_START uStart // the units the paired steps left
 #else
-    for (uint u = lane; u < units; u += lanes) {
+#define X8_UNIT_START lane
+#endif
+    for (uint u = X8_UNIT_START; u < units; u += lanes) {
         uint xi = xq0 + (u >> 5) * 64u + (u & 31u);
         uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
         vec2 s = xs[xs0 + u];
@@ -117,7 +110,6 @@ void products(uint q, uint e, uint row0) {
             if (paired) accU[i] += unitDot(rb + p.pairOff, nb, u, xa, xb, s);
         }
     }
-#endif
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         float g = subgroupAdd(acc[i]);
         if (paired) {
