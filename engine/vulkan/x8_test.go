@@ -785,58 +785,11 @@ func TestX8CoopDecodeEqualsGGUFLayoutReads(t *testing.T) {
 // pick the same tokens. Fails if the switch does not select the kernels.
 func TestQ6KWideDecodeMatchesUnitReads(t *testing.T) {
 	c := ctxOrSkip(t)
-	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
-		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
-	}
-	withTier(t, c, false)
-	defer func(x8, coop, wide bool) { c.x8, c.x8Coop, c.q6kWide = x8, coop, wide }(c.x8, c.x8Coop, c.q6kWide)
-	c.x8, c.x8Coop = true, false
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		arch    string
-		kernels []string
-	}{
+	defer func(wide bool) { c.q6kWide = wide }(c.q6kWide)
+	decodeVariantMatches(t, c, quant.Q6_K, []decodeVariantCase{
 		{"llama", []string{"matvec_x8_q6_kw", "matvec_x8_q6_kw_rkv"}},
 		{"qwen35", []string{"matvec_x8_q6_kw", "matvec_x8_q6_kw_conv"}},
-	} {
-		t.Run(tc.arch, func(t *testing.T) {
-			m := loadTiny(t, dir, tc.arch, quant.Q6_K, 3)
-			decode := func(wide bool) ([]float32, []int) {
-				c.q6kWide = wide
-				logits, _ := decodeSteps(t, c, m)
-				vocab := len(logits) / 4
-				var ids []int
-				for i := range 4 {
-					step := logits[i*vocab : (i+1)*vocab]
-					ids = append(ids, slices.Index(step, slices.Max(step)))
-				}
-				return logits, ids
-			}
-			forgetKernels(c, tc.kernels...)
-			base, baseIDs := decode(false)
-			for _, k := range tc.kernels {
-				if _, made := c.kernels[k]; made {
-					t.Fatalf("%s made with the switch off", k)
-				}
-			}
-			wide, wideIDs := decode(true)
-			for _, k := range tc.kernels {
-				if _, made := c.kernels[k]; !made {
-					t.Errorf("the decode steps did not take %s", k)
-				}
-			}
-			scale := 0.0
-			for _, v := range base {
-				scale = max(scale, math.Abs(float64(v)))
-			}
-			if d := float64(maxAbsDiff(base, wide)); d > 1e-3*scale {
-				t.Errorf("logits differ by up to %g from the unit-a-lane kernels' (bound %g)", d, 1e-3*scale)
-			}
-			if !slices.Equal(baseIDs, wideIDs) {
-				t.Errorf("greedy tokens %v, the unit-a-lane kernels' %v", wideIDs, baseIDs)
-			}
-		})
-	}
+	}, func(on bool) { c.q6kWide = on })
 }
 
 // With VKLLM_GPU_X8_BATCH2 a decode step's Q4_K products take two of a lane's units a step
@@ -847,25 +800,39 @@ func TestQ6KWideDecodeMatchesUnitReads(t *testing.T) {
 // kernels.
 func TestX8Batch2DecodeMatchesUnitSteps(t *testing.T) {
 	c := ctxOrSkip(t)
+	defer func(batch bool) { c.x8Batch2 = batch }(c.x8Batch2)
+	decodeVariantMatches(t, c, quant.Q4_K, []decodeVariantCase{
+		{"llama", []string{"matvec_x8_q4_kb", "matvec_x8_q4_kb_rkv"}},
+		{"qwen35", []string{"matvec_x8_q4_kb", "matvec_x8_q4_kb_conv"}},
+		{"qwen3moe", []string{"matvec_x8_q4_kb", "moe_matvec_x8_q4_kb"}},
+	}, func(on bool) { c.x8Batch2 = on })
+}
+
+// decodeVariantCase is a tiny model's architecture and the kernels a decode variant must make
+// for it.
+type decodeVariantCase struct {
+	arch    string
+	kernels []string
+}
+
+// decodeVariantMatches runs four decode steps of each case's tiny model of type typ with a
+// variant switched off, then on (set), on the fast tier's int8 products: with it off none of
+// the case's kernels is made, with it on every one is, and the logits stay within 1e-3 of the
+// switch-off run's (relative to the largest logit) and pick the same tokens.
+func decodeVariantMatches(t *testing.T, c *Context, typ quant.Type, cases []decodeVariantCase, set func(on bool)) {
+	t.Helper()
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no matvec_x8", c.Info.Name)
 	}
 	withTier(t, c, false)
-	defer func(x8, coop, batch bool) { c.x8, c.x8Coop, c.x8Batch2 = x8, coop, batch }(c.x8, c.x8Coop, c.x8Batch2)
+	defer func(x8, coop bool) { c.x8, c.x8Coop = x8, coop }(c.x8, c.x8Coop)
 	c.x8, c.x8Coop = true, false
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		arch    string
-		kernels []string
-	}{
-		{"llama", []string{"matvec_x8_q4_kb", "matvec_x8_q4_kb_rkv"}},
-		{"qwen35", []string{"matvec_x8_q4_kb", "matvec_x8_q4_kb_conv"}},
-		{"qwen3moe", []string{"matvec_x8_q4_kb", "moe_matvec_x8_q4_kb"}},
-	} {
+	for _, tc := range cases {
 		t.Run(tc.arch, func(t *testing.T) {
-			m := loadTiny(t, dir, tc.arch, quant.Q4_K, 3)
-			decode := func(batch bool) ([]float32, []int) {
-				c.x8Batch2 = batch
+			m := loadTiny(t, dir, tc.arch, typ, 3)
+			decode := func(on bool) ([]float32, []int) {
+				set(on)
 				logits, _ := decodeSteps(t, c, m)
 				vocab := len(logits) / 4
 				var ids []int
@@ -882,7 +849,7 @@ func TestX8Batch2DecodeMatchesUnitSteps(t *testing.T) {
 					t.Fatalf("%s made with the switch off", k)
 				}
 			}
-			batched, batchedIDs := decode(true)
+			variant, variantIDs := decode(true)
 			for _, k := range tc.kernels {
 				if _, made := c.kernels[k]; !made {
 					t.Errorf("the decode steps did not take %s", k)
@@ -892,11 +859,11 @@ func TestX8Batch2DecodeMatchesUnitSteps(t *testing.T) {
 			for _, v := range base {
 				scale = max(scale, math.Abs(float64(v)))
 			}
-			if d := float64(maxAbsDiff(base, batched)); d > 1e-3*scale {
-				t.Errorf("logits differ by up to %g from the unit-a-step kernels' (bound %g)", d, 1e-3*scale)
+			if d := float64(maxAbsDiff(base, variant)); d > 1e-3*scale {
+				t.Errorf("logits differ by up to %g from the switch-off kernels' (bound %g)", d, 1e-3*scale)
 			}
-			if !slices.Equal(baseIDs, batchedIDs) {
-				t.Errorf("greedy tokens %v, the unit-a-step kernels' %v", batchedIDs, baseIDs)
+			if !slices.Equal(baseIDs, variantIDs) {
+				t.Errorf("greedy tokens %v, the switch-off kernels' %v", variantIDs, baseIDs)
 			}
 		})
 	}
