@@ -293,3 +293,47 @@ func TestSteadyWarmupWarmsUntilRunsAreSteady(t *testing.T) {
 		})
 	}
 }
+
+// greedyCountingEvaluator picks its own next tokens (as the resident Vulkan driver does).
+type greedyCountingEvaluator struct {
+	countingEvaluator
+	greedy    []int // the token of each Greedy call
+	greedyPos []int
+}
+
+// Greedy's argmax is a function of the token and position, so the bench's feeding is checkable.
+func (g *greedyCountingEvaluator) Greedy(token, pos int) (int, error) {
+	g.greedy = append(g.greedy, token)
+	g.greedyPos = append(g.greedyPos, pos)
+	return 40 + (token*7+pos)%50, nil
+}
+
+// On an evaluator that picks tokens on its device, tg is a greedy generation: each step takes
+// the token the step before returned, at consecutive positions, with no Eval of its own; pp
+// still evaluates the synthetic prompt.
+func TestRunDecodesGreedilyOnADevicePickingItsTokens(t *testing.T) {
+	ev := &greedyCountingEvaluator{}
+	if _, err := Run(context.Background(), ev, Config{NPrompt: 8, NGen: 5, Reps: 2, VocabSize: 100, Seed: 3}, nil); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(ev.calls) != 3 {
+		t.Fatalf("%d Eval calls, want the 3 pp runs only", len(ev.calls))
+	}
+	if len(ev.greedy) != 15 {
+		t.Fatalf("%d Greedy calls, want 3 runs of 5", len(ev.greedy))
+	}
+	for i, tok := range ev.greedy {
+		if ev.greedyPos[i] != i%5 {
+			t.Errorf("step %d at position %d, want %d", i, ev.greedyPos[i], i%5)
+		}
+		if i%5 == 0 {
+			if tok < firstToken || tok >= 100 {
+				t.Errorf("run %d starts from token %d, outside the synthetic range", i/5, tok)
+			}
+			continue
+		}
+		if want := 40 + (ev.greedy[i-1]*7+ev.greedyPos[i-1])%50; tok != want {
+			t.Errorf("step %d took token %d, the step before returned %d", i, tok, want)
+		}
+	}
+}

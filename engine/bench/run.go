@@ -342,12 +342,36 @@ func timePrefill(ev Evaluator, tokens []int, depth int) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
+// greedyEvaluator is an evaluator that picks the next token on its device (the resident Vulkan
+// driver): Greedy evaluates token at pos and returns the argmax of its logits, as a greedy
+// generation (temperature 0) runs its steps.
+type greedyEvaluator interface {
+	Greedy(token, pos int) (int, error)
+}
+
 // timeDecode is one tg repetition: one token per evaluation at positions depth, depth+1, ...
+// On an evaluator that picks tokens on its device it is a greedy generation from the first
+// token (each step's token the step before's argmax), timed as `vkllm run --temp 0` runs it;
+// otherwise each step evaluates the next of tokens and reads back its logits.
 func timeDecode(ctx context.Context, ev Evaluator, tokens []int, depth int) (time.Duration, error) {
 	if depth == 0 {
 		ev.Reset()
 	}
 	start := time.Now()
+	if g, ok := ev.(greedyEvaluator); ok {
+		tok := tokens[0]
+		for i := range tokens {
+			if i%16 == 0 && ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			next, err := g.Greedy(tok, depth+i)
+			if err != nil {
+				return 0, fmt.Errorf("decode step %d at position %d: %w", i, depth+i, err)
+			}
+			tok = next
+		}
+		return time.Since(start), nil
+	}
 	for i, tok := range tokens {
 		if i%16 == 0 && ctx.Err() != nil {
 			return 0, ctx.Err()

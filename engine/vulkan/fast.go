@@ -55,6 +55,7 @@ func (c *Context) selectNumericTier() {
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()
 	c.argmaxWide = config.GPUArgmaxWide.Bool()
+	c.chain = config.GPUChain.Bool()
 	c.deviceLogits = config.GPUDeviceLogits.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
 	c.swigluF32 = config.GPUSwiGLUF32.Bool()

@@ -785,6 +785,8 @@ func TestArgmaxWideFindsTheFirstLargest(t *testing.T) {
 func TestGreedyDecodeTakesTheWideArgmax(t *testing.T) {
 	c := ctxOrSkip(t)
 	defer func(on bool) { c.argmaxWide = on }(c.argmaxWide)
+	defer func(on bool) { c.chain = on }(c.chain)
+	c.chain = false // the logits read after each step are that step's only with no step queued behind it
 	m := loadTiny(t, "", "llama", quant.Q8_0, 3)
 	tokens := map[bool][]int{}
 	for _, on := range []bool{false, true} {
@@ -830,6 +832,8 @@ func TestGreedyDecodeTakesTheWideArgmax(t *testing.T) {
 func TestDecodeLogitsInDeviceMemory(t *testing.T) {
 	c := ctxOrSkip(t)
 	defer func(on bool) { c.deviceLogits = on }(c.deviceLogits)
+	defer func(on bool) { c.chain = on }(c.chain)
+	c.chain = false // the logits read after each step are that step's only with no step queued behind it
 	m := loadTiny(t, "", "llama", quant.Q8_0, 4)
 	vocab := m.Hyper.VocabSize
 	type result struct {

@@ -121,7 +121,8 @@ type Resident struct {
 	snaps    [snapshotSlots]stateSnapshot // what the DeltaNet layers' snapshot slots hold
 	replayed int                          // tokens the latest rewind evaluated again
 
-	decode *Seq // the pre-recorded single-token pass
+	decode *Seq         // the pre-recorded single-token pass
+	chain  *decodeChain // greedy steps queued one ahead (chain.go; nil until the first)
 	closed bool
 	ownCtx bool
 
@@ -901,10 +902,16 @@ func (r *Resident) setInputs(tokens []int, pos int) error {
 // setPositions writes the first position of the next pass and the rope angles of its n rows
 // (computed here, on the host, with the CPU reference's arithmetic).
 func (r *Resident) setPositions(pos, n int) error {
-	if err := r.pos.WriteU32(0, []uint32{uint32(pos)}); err != nil {
+	r.windowEnd = pos + n
+	return r.writePositions(r.pos, r.ropeCS, pos, n)
+}
+
+// writePositions writes the first position of a pass of n rows into posBuf and its rows' rope
+// angles into csBuf.
+func (r *Resident) writePositions(posBuf, csBuf *Buffer, pos, n int) error {
+	if err := posBuf.WriteU32(0, []uint32{uint32(pos)}); err != nil {
 		return err
 	}
-	r.windowEnd = pos + n
 	if len(r.ropeTab) < n*r.ropeDims {
 		r.ropeTab = make([]float32, r.rows*r.ropeDims)
 	}
@@ -920,7 +927,7 @@ func (r *Resident) setPositions(pos, n int) error {
 			}
 		}
 	}
-	return r.ropeCS.WriteF32(0, tab)
+	return csBuf.WriteF32(0, tab)
 }
 
 // Eval runs tokens at positions pos.. and returns the last token's logits, or every token's
@@ -933,6 +940,9 @@ func (r *Resident) Eval(tokens []int, pos int, wantAllLogits bool) ([]float32, e
 		return nil, errors.New("vulkan eval: this runner holds part of the model and takes hidden states (EvalHidden)")
 	}
 	if err := r.checkTokens(tokens, pos); err != nil {
+		return nil, err
+	}
+	if err := r.settle(); err != nil {
 		return nil, err
 	}
 	if err := r.rewindTo(pos); err != nil {
@@ -1002,13 +1012,18 @@ func (r *Resident) runDecode() error {
 	if r.prof {
 		r.profile(time.Since(t0))
 	}
+	r.markWarm()
+	return nil
+}
+
+// markWarm reports the first decode step run (ResidentOptions.AfterWarmup).
+func (r *Resident) markWarm() {
 	if !r.warmed {
 		r.warmed = true
 		if !r.part {
 			warmedUp(r.c, r.onWarmup)
 		}
 	}
-	return nil
 }
 
 // profile accumulates decode timings and logs a per-token average every 32 tokens.
@@ -1156,6 +1171,9 @@ func (r *Resident) EvalHidden(x []float32, n, pos int, wantAllLogits bool) ([]fl
 	if pos < 0 || pos+n > r.ctxLen {
 		return nil, fmt.Errorf("vulkan eval: positions %d..%d outside the context of %d", pos, pos+n-1, r.ctxLen)
 	}
+	if err := r.settle(); err != nil {
+		return nil, err
+	}
 	var out []float32
 	for start := 0; start < n; {
 		cnt := min(r.rows, n-start)
@@ -1195,12 +1213,26 @@ func (r *Resident) EvalHidden(x []float32, n, pos int, wantAllLogits bool) ([]fl
 }
 
 // Greedy runs one token at pos through the pre-recorded decode pass and returns the
-// device-side argmax of its logits (one submit, one 4-byte read).
+// device-side argmax of its logits (a 4-byte read). Where the runner chains (chain.go), the
+// step at pos+1 with that argmax is queued behind it before it returns, so the next call of a
+// greedy generation finds its step already running.
 func (r *Resident) Greedy(token, pos int) (int, error) {
 	if r.part {
 		return 0, errors.New("vulkan greedy: this runner holds part of the model and takes hidden states (EvalHidden)")
 	}
 	if err := r.checkTokens([]int{token}, pos); err != nil {
+		return 0, err
+	}
+	if r.chains() {
+		next, err := r.greedyChained(token, pos)
+		if err != nil {
+			return 0, err
+		}
+		r.lastRows = 1
+		r.markWarm()
+		return next, nil
+	}
+	if err := r.settle(); err != nil {
 		return 0, err
 	}
 	if err := r.rewindTo(pos); err != nil {
@@ -1246,6 +1278,11 @@ func (r *Resident) Close() error {
 	}
 	r.closed = true
 	r.stopPrecompile()
+	settled := r.settle()
+	if r.chain != nil {
+		r.chain.free(r.c)
+		r.chain = nil
+	}
 	if r.decode != nil {
 		r.decode.Free()
 	}
@@ -1277,9 +1314,9 @@ func (r *Resident) Close() error {
 		b.Free()
 	}
 	if r.ownCtx {
-		return r.c.Close()
+		return errors.Join(settled, r.c.Close())
 	}
-	return nil
+	return settled
 }
 
 var _ model.Runner = (*Resident)(nil)

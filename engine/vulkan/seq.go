@@ -354,6 +354,14 @@ func (s *Seq) End() error {
 
 // Run submits the sequence and waits for it to finish. A sequence may be run many times.
 func (s *Seq) Run() error {
+	if err := s.Submit(s.c.fence); err != nil {
+		return err
+	}
+	return s.c.waitFence(s.c.fence)
+}
+
+// Submit queues the sequence without waiting; fence signals when it has run (waitFence).
+func (s *Seq) Submit(fence vk.Fence) error {
 	if err := s.End(); err != nil {
 		return err
 	}
@@ -361,12 +369,17 @@ func (s *Seq) Run() error {
 	if err := c.drainUploads(); err != nil { // batched writes land before the work reads them
 		return err
 	}
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	if r := queueSubmit(c.queue, s.cmd, c.fence); r != vk.Success {
+	if r := queueSubmit(c.queue, s.cmd, fence); r != vk.Success {
 		return fmt.Errorf("submit command buffer: %w", resultError(r))
 	}
-	fences := []vk.Fence{c.fence}
+	return nil
+}
+
+// waitFence waits for fence and resets it.
+func (c *Context) waitFence(fence vk.Fence) error {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	fences := []vk.Fence{fence}
 	pin.Pin(&fences[0])
 	if r := vk.WaitForFences(c.dev, 1, fences, vk.True, math.MaxUint64); r != vk.Success {
 		return fmt.Errorf("wait for the GPU: %w", resultError(r))

@@ -1,0 +1,199 @@
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+
+	vk "github.com/vulkan-go/vulkan"
+)
+
+// Greedy generation, one step queued ahead (VKLLM_GPU_CHAIN). A plain decode step is a submit,
+// a wait for its fence, a 4-byte read of the argmax and the host's writes of the next token's
+// inputs: the GPU idles for that round trip every token. The chain records the step twice,
+// each recording on its own input slot (token id, position, rope angles, argmax) and ending
+// with a copy of its argmax into the other slot's token id. Greedy(token, pos) submits its step,
+// then at once the step at pos+1 on the other slot, whose token the device fills in, and only
+// then waits for its own. When the caller's next call is Greedy(the argmax it got, pos+1), as a
+// greedy generation's is, that step is already queued or running.
+//
+// A step queued ahead that the caller does not take (a stop token, a stop string, a length
+// limit, any other call) has written the keys and values of a token at pos+1 that the caller
+// never committed: attention reads only positions before the current one, so the next
+// evaluation at that position overwrites them unseen. Every other entry point waits for it
+// first (settle). The recurrent hybrids are left out: a step ahead would advance their state.
+
+// chainSlot is one recording of the decode step and its input slot.
+type chainSlot struct {
+	seq                    *Seq
+	ids, pos, ropeCS, best *Buffer // host-visible: the token id (the other slot's copy fills it), position, rope angles, argmax
+	fence                  vk.Fence
+	pending                bool // submitted and not yet waited for
+}
+
+// decodeChain is the resident driver's pair of slots and the step queued ahead.
+type decodeChain struct {
+	slots    [2]chainSlot
+	ahead    int // the slot whose step was queued ahead, -1: none
+	aheadPos int // its position
+	aheadTok int // its token: the argmax of the step before it, which the device copied in
+	queued   int // steps queued ahead (tests)
+	taken    int // of those, steps the caller took
+}
+
+// chains reports whether greedy steps run chained on this runner: the switch on, the whole
+// model with its head, no recurrent layers, no per-stage profile, no routing capture.
+func (r *Resident) chains() bool {
+	return r.c.chain && !r.part && r.hasHead && len(r.h.Recurrent) == 0 && !r.prof && !r.captures
+}
+
+// chainReady records the chain's two slots on first use.
+func (r *Resident) chainReady() (*decodeChain, error) {
+	if r.chain != nil {
+		return r.chain, nil
+	}
+	ch := &decodeChain{ahead: -1}
+	fail := func(err error) (*decodeChain, error) {
+		ch.free(r.c)
+		return nil, fmt.Errorf("record the chained decode steps: %w", err)
+	}
+	for i := range ch.slots {
+		sl := &ch.slots[i]
+		for _, b := range []struct {
+			dst **Buffer
+			n   int
+		}{{&sl.ids, 1}, {&sl.pos, 1}, {&sl.ropeCS, max(2, r.ropeDims)}, {&sl.best, 1}} {
+			buf, err := r.c.NewBuffer(uint64(4*b.n), true)
+			if err != nil {
+				return fail(err)
+			}
+			*b.dst = buf
+		}
+		var f vk.Fence
+		if res := vk.CreateFence(r.c.dev, &vk.FenceCreateInfo{SType: vk.StructureTypeFenceCreateInfo}, nil, &f); res != vk.Success {
+			return fail(fmt.Errorf("create fence: %w", resultError(res)))
+		}
+		sl.fence = f
+	}
+	for i := range ch.slots {
+		s, err := r.c.NewSeq()
+		if err != nil {
+			return fail(err)
+		}
+		ch.slots[i].seq = s
+		r.recordChainStep(s, &ch.slots[i], &ch.slots[i^1])
+		if err := s.End(); err != nil {
+			return fail(err)
+		}
+	}
+	r.chain = ch
+	return ch, nil
+}
+
+// recordChainStep records the decode step on slot sl's inputs: a barrier first (the step
+// before it in the queue, the other slot's, may still be writing what this one reads), the
+// step, then its argmax copied into the other slot's token id.
+func (r *Resident) recordChainStep(s *Seq, sl, other *chainSlot) {
+	saved := [4]*Buffer{r.ids, r.pos, r.ropeCS, r.best}
+	r.ids, r.pos, r.ropeCS, r.best = sl.ids, sl.pos, sl.ropeCS, sl.best
+	defer func() { r.ids, r.pos, r.ropeCS, r.best = saved[0], saved[1], saved[2], saved[3] }()
+	s.Barrier()
+	r.recordStep(s)
+	s.Barrier()
+	s.Copy(sl.best, 0, other.ids, 0, 4)
+}
+
+// greedyChained is Greedy on the chain: the step at pos taken from the queue when it is the
+// one queued ahead with this token, else submitted now; the step at pos+1 queued behind it.
+func (r *Resident) greedyChained(token, pos int) (int, error) {
+	ch, err := r.chainReady()
+	if err != nil {
+		return 0, err
+	}
+	cur := ch.ahead
+	if cur >= 0 && ch.aheadPos == pos && ch.aheadTok == token {
+		ch.ahead = -1
+		ch.taken++
+	} else {
+		if err := r.settle(); err != nil {
+			return 0, err
+		}
+		cur = 0
+		sl := &ch.slots[cur]
+		if err := sl.ids.WriteU32(0, []uint32{uint32(token)}); err != nil {
+			return 0, err
+		}
+		if err := r.submitChainStep(sl, pos); err != nil {
+			return 0, err
+		}
+	}
+	if pos+1 < r.ctxLen {
+		// the other slot's last step was waited for before this one was submitted
+		if err := r.submitChainStep(&ch.slots[cur^1], pos+1); err != nil {
+			r.settle()
+			return 0, err
+		}
+		ch.ahead, ch.aheadPos = cur^1, pos+1
+		ch.queued++
+	}
+	sl := &ch.slots[cur]
+	sl.pending = false
+	if err := r.c.waitFence(sl.fence); err != nil {
+		r.settle()
+		return 0, fmt.Errorf("vulkan decode: %w", err)
+	}
+	b, err := sl.best.ReadU32(0, 1)
+	if err != nil {
+		r.settle()
+		return 0, err
+	}
+	ch.aheadTok = int(b[0])
+	return ch.aheadTok, nil
+}
+
+// submitChainStep writes pos into sl's inputs and queues its step.
+func (r *Resident) submitChainStep(sl *chainSlot, pos int) error {
+	if err := r.writePositions(sl.pos, sl.ropeCS, pos, 1); err != nil {
+		return err
+	}
+	if err := sl.seq.Submit(sl.fence); err != nil {
+		return fmt.Errorf("vulkan decode: %w", err)
+	}
+	sl.pending = true
+	return nil
+}
+
+// settle waits for every chained step still queued or running and forgets the step queued
+// ahead; every entry point that is not its taker calls it before touching the device.
+func (r *Resident) settle() error {
+	ch := r.chain
+	if ch == nil {
+		return nil
+	}
+	ch.ahead = -1
+	var errs []error
+	for i := range ch.slots {
+		if sl := &ch.slots[i]; sl.pending {
+			sl.pending = false
+			if err := r.c.waitFence(sl.fence); err != nil {
+				errs = append(errs, fmt.Errorf("wait for a chained decode step: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// free releases the slots (after settle).
+func (ch *decodeChain) free(c *Context) {
+	for i := range ch.slots {
+		sl := &ch.slots[i]
+		if sl.seq != nil {
+			sl.seq.Free()
+		}
+		for _, b := range []*Buffer{sl.ids, sl.pos, sl.ropeCS, sl.best} {
+			b.Free()
+		}
+		if sl.fence != vk.NullFence {
+			vk.DestroyFence(c.dev, sl.fence, nil)
+		}
+	}
+}
