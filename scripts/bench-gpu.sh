@@ -260,7 +260,7 @@ fi
 
 report "## vkllm against llama.cpp, same run ($(date -u '+%Y-%m-%d %H:%M UTC'), scripts/bench-gpu.sh)"
 report ""
-report "- vkllm: \`bench --gpu -p $P -n $N -r $REPS\`, at depth \`-d $DEPTH -r $DEPTH_REPS\`; $("$VKLLM" version)"
+report "- vkllm: \`bench --gpu -p $P -n $N -r $REPS\`, at depth \`-d $DEPTH -r $DEPTH_REPS\`; $("$VKLLM" version); tg is a greedy generation (each step's token the argmax of the step before, picked on the device), the next step queued behind the running one unless \`VKLLM_GPU_CHAIN=0\`${VKLLM_GPU_CHAIN:+ (VKLLM_GPU_CHAIN=$VKLLM_GPU_CHAIN here)}"
 report "- llama.cpp: \`llama-bench -ngl 99 -p $P -n $N -r $REPS -fa 0,1\`, at depth \`-d $DEPTH -fa 1 -r $DEPTH_REPS\`${PEER:+; $LLAMA_BENCH}"
 [[ -z $BANNER ]] || report "- peer device: ${BANNER//$'\n'/; }"
 report "- device: $("$VKLLM" devices 2>/dev/null | sed -n '/^\*/{N;s/\n */, /;s/, key .*//;p;q}')"
