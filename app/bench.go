@@ -168,6 +168,9 @@ type BenchRow struct {
 	NGen        int     `json:"nGen"`
 	NDepth      int     `json:"nDepth"`
 	Commit      string  `json:"commit"`
+	// Decode is how a tg row's steps ran ("logits", "greedy", "greedy-chained"; "" for pp rows,
+	// imported rows and rows from before it was recorded).
+	Decode string `json:"decode,omitempty"`
 	// Samples are the repetitions' t/s.
 	Samples []float64 `json:"samples"`
 	// Noisy flags a spread over 5% of the mean; NoisyReason says so in a sentence.
@@ -177,6 +180,7 @@ type BenchRow struct {
 	PrevID     int64    `json:"prevId,omitempty"`
 	PrevSource string   `json:"prevSource,omitempty"`
 	PrevTS     float64  `json:"prevTs,omitempty"`
+	PrevDecode string   `json:"prevDecode,omitempty"` // how the previous run's steps ran, where it says
 	DeltaPct   *float64 `json:"deltaPct,omitempty"`
 }
 
@@ -481,7 +485,7 @@ func benchRow(r store.BenchRun) BenchRow {
 		ModelType: r.ModelType, Test: r.Test, Reps: r.Reps, AvgTS: r.AvgTS, StddevTS: r.StddevTS,
 		TTFTMs: float64(r.TTFTNs) / 1e6, Placement: r.Placement,
 		RunKey: r.RunKey, CPU: r.CPU, Quant: quantOf(r), NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, Commit: r.EngineCommit,
-		Samples: samples, Noisy: noisy, NoisyReason: why,
+		Samples: samples, Noisy: noisy, NoisyReason: why, Decode: r.Decode,
 	}
 }
 
@@ -557,7 +561,7 @@ func groupRuns(runs []store.BenchRun) []BenchGroup {
 			if p, ok := last[k]; ok {
 				prev := rows[p]
 				d := (r.AvgTS - prev.AvgTS) / prev.AvgTS * 100
-				r.PrevID, r.PrevSource, r.PrevTS, r.DeltaPct = prev.ID, prev.Source, prev.AvgTS, &d
+				r.PrevID, r.PrevSource, r.PrevTS, r.PrevDecode, r.DeltaPct = prev.ID, prev.Source, prev.AvgTS, prev.Decode, &d
 			}
 			last[k] = i
 		}

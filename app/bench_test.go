@@ -239,10 +239,10 @@ func TestBenchHistoryGroupsPerGPUWithTheChangeAgainstThePreviousRun(t *testing.T
 	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	for i, r := range []store.BenchRun{
-		{Source: "vkllm", Status: store.BenchOK, GPUName: "Fake GPU", GPUKey: "1002:73bf:ab", ModelFile: "/m/tiny.gguf", Test: "tg16", AvgTS: 100},
+		{Source: "vkllm", Status: store.BenchOK, GPUName: "Fake GPU", GPUKey: "1002:73bf:ab", ModelFile: "/m/tiny.gguf", Test: "tg16", AvgTS: 100, Decode: "logits"},
 		{Source: "llama-bench", Status: store.BenchOK, GPUName: "Fake GPU", ModelFile: "/peer/tiny.gguf", Test: "tg16", AvgTS: 80},
 		{Source: "vkllm", Status: store.BenchCancelled, GPUName: "Fake GPU", ModelFile: "/m/tiny.gguf", Test: "tg16"},
-		{Source: "vkllm", Status: store.BenchOK, GPUName: "Fake GPU", GPUKey: "1002:73bf:ab", ModelFile: "/m/tiny.gguf", Test: "tg16", AvgTS: 120},
+		{Source: "vkllm", Status: store.BenchOK, GPUName: "Fake GPU", GPUKey: "1002:73bf:ab", ModelFile: "/m/tiny.gguf", Test: "tg16", AvgTS: 120, Decode: "greedy-chained"},
 		{Source: "vkllm", Status: store.BenchOK, GPUName: "Fake GPU", ModelFile: "/m/other.gguf", Test: "tg16", AvgTS: 50},
 		{Source: "vkllm", Status: store.BenchOK, Backend: "cpu", CPU: "Fake CPU", ModelFile: "embedded:tiny.gguf", Test: "tg16", AvgTS: 10},
 	} {
@@ -275,6 +275,10 @@ func TestBenchHistoryGroupsPerGPUWithTheChangeAgainstThePreviousRun(t *testing.T
 		if got != wantDelta[i] || r.PrevSource != wantPrev[i] || (wantDelta[i] == 0 && r.DeltaPct != nil) {
 			t.Errorf("row %d (%s %s %s %.0f): delta %v from %q, want %v from %q", i, r.Source, r.Model, r.Status, r.AvgTS, got, r.PrevSource, wantDelta[i], wantPrev[i])
 		}
+	}
+	// each row says how its steps ran, and the change says how the previous run's did
+	if gpu[1].Decode != "greedy-chained" || gpu[4].Decode != "logits" || gpu[3].PrevDecode != "logits" || gpu[1].PrevDecode != "" {
+		t.Errorf("decode: %q, %q; previous %q, %q", gpu[1].Decode, gpu[4].Decode, gpu[3].PrevDecode, gpu[1].PrevDecode)
 	}
 	if gpu[1].Model != "tiny.gguf" || groups[0].Rows[0].Model != "tiny.gguf" {
 		t.Errorf("model names %q, %q, want the base name", gpu[1].Model, groups[0].Rows[0].Model)

@@ -71,6 +71,9 @@ type BenchRun struct {
 	StddevTS float64 `json:"stddev_ts"`
 	TTFTNs   int64   `json:"ttft_ns"`
 	LoadNs   int64   `json:"load_ns"` // the model's load before the run, file to ready; 0 = not timed
+	// Decode is how a tg test's steps ran: "logits", "greedy", "greedy-chained" (engine/bench's
+	// Decode* constants); "" for pp tests, imported rows and rows from before the column.
+	Decode string `json:"decode,omitempty"`
 	// RunKey names the run the row belongs to: the rows of one click, one `vkllm bench` or one
 	// llama-bench invocation share it. SaveBenchRuns gives rows without one a fresh key of their
 	// own batch; rows saved before the column existed read as "" and count as a run each.
@@ -97,7 +100,7 @@ const benchColumns = `id, created_at_ms, source, status, error, backend, gpu_key
 	gpu_uuid, driver_name, driver_version, vulkan_api, hostname, os, kernel, cpu, ram_bytes, threads,
 	engine_version, engine_commit, model_file, model_sha256, model_arch, model_type, model_params, model_quant,
 	model_size, context, placement, plan_verdict, plan_headroom_bytes, plan_source, plan_pin_mb, test,
-	n_prompt, n_gen, reps, warmup, avg_ns, stddev_ns, avg_ts, stddev_ts, ttft_ns, n_depth, load_ns, run_key`
+	n_prompt, n_gen, reps, warmup, avg_ns, stddev_ns, avg_ts, stddev_ts, ttft_ns, n_depth, load_ns, run_key, decode`
 
 // fields lists pointers to r's columns in benchColumns order.
 func (r *BenchRun) fields() []any {
@@ -106,7 +109,7 @@ func (r *BenchRun) fields() []any {
 		&r.OS, &r.Kernel, &r.CPU, &r.RAMBytes, &r.Threads, &r.EngineVersion, &r.EngineCommit, &r.ModelFile,
 		&r.ModelSHA256, &r.ModelArch, &r.ModelType, &r.ModelParams, &r.ModelQuant, &r.ModelSize, &r.Context,
 		&r.Placement, &r.PlanVerdict, &r.PlanHeadroomBytes, &r.PlanSource, &r.PlanPinMB, &r.Test, &r.NPrompt,
-		&r.NGen, &r.Reps, &r.Warmup, &r.AvgNs, &r.StddevNs, &r.AvgTS, &r.StddevTS, &r.TTFTNs, &r.NDepth, &r.LoadNs, &r.RunKey}
+		&r.NGen, &r.Reps, &r.Warmup, &r.AvgNs, &r.StddevNs, &r.AvgTS, &r.StddevTS, &r.TTFTNs, &r.NDepth, &r.LoadNs, &r.RunKey, &r.Decode}
 }
 
 // SaveBenchRun stores a run and its samples in one transaction and returns its id. A failed or

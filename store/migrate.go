@@ -243,6 +243,12 @@ CREATE TRIGGER conversation_search_message_gone AFTER DELETE ON messages BEGIN
 	INSERT OR IGNORE INTO conversation_search_queue(conversation_id) VALUES (old.conversation_id);
 END;
 `,
+	// 10: how a bench row's tg steps ran ("logits", "greedy", "greedy-chained"): a greedy
+	// generation chained on the device runs faster than steps that read back their logits, so
+	// a comparison across vkllm versions says which it compares. Rows from before keep ''.
+	`
+ALTER TABLE bench_runs ADD COLUMN decode TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

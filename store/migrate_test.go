@@ -51,8 +51,8 @@ func TestMigrationToDepthAndLoadKeepsEarlierBenchRuns(t *testing.T) {
 		old.TTFTNs != 1e8 || len(old.Samples) != 1 || old.Samples[0].Ns != 1e8 {
 		t.Errorf("the earlier run changed: %+v", old)
 	}
-	if old.NDepth != 0 || old.LoadNs != 0 {
-		t.Errorf("the earlier run reads depth %d, load %d ns; want 0 and 0 (not measured then)", old.NDepth, old.LoadNs)
+	if old.NDepth != 0 || old.LoadNs != 0 || old.Decode != "" {
+		t.Errorf("the earlier run reads depth %d, load %d ns, decode %q; want 0, 0 and \"\" (not measured then)", old.NDepth, old.LoadNs, old.Decode)
 	}
 
 	deep := fullBenchRun("tg128 @ d4096", BenchOK)

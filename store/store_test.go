@@ -299,7 +299,7 @@ func fullBenchRun(test string, status string) BenchRun {
 		ModelArch: "llama", ModelType: "llama ?B F32", ModelParams: 260000, ModelQuant: "F32", ModelSize: 1 << 20,
 		Context: 512, Placement: "resident", PlanVerdict: "resident", PlanHeadroomBytes: 1 << 30, PlanSource: "budget",
 		PlanPinMB: 8000, Test: test, NPrompt: 512, NGen: 0, NDepth: 4096, Reps: 2, Warmup: 1, AvgNs: 1500, StddevNs: 700,
-		AvgTS: 1000.5, StddevTS: 3.25, TTFTNs: 42, LoadNs: 1210000000, RunKey: "run-" + test,
+		AvgTS: 1000.5, StddevTS: 3.25, TTFTNs: 42, LoadNs: 1210000000, RunKey: "run-" + test, Decode: "greedy-chained",
 		Samples: []BenchSample{{Rep: 0, Ns: 1000, TokensPerSec: 1001}, {Rep: 1, Ns: 2000, TokensPerSec: 1000}},
 	}
 }

@@ -64,14 +64,18 @@ func TestBenchAtDepthOnTheCPUReachesOutputAndHistory(t *testing.T) {
 		if r.NDepth != wantDepth || r.LoadNs <= 0 || r.Context < 32+8 {
 			t.Errorf("history row %s: depth %d load %d ns context %d", r.Test, r.NDepth, r.LoadNs, r.Context)
 		}
+		// the CPU reads each step's logits back; pp rows have no decode mode
+		if wantDecode := map[bool]string{true: bench.DecodeLogits, false: ""}[r.NGen > 0]; r.Decode != wantDecode {
+			t.Errorf("history row %s: decode %q, want %q", r.Test, r.Decode, wantDecode)
+		}
 	}
 	table, err := captureStdout(t, func() error { return runResults(context.Background(), nil) })
-	if err != nil || !strings.Contains(table, "tg4 @ d32") {
-		t.Errorf("results table lacks the depth test (%v):\n%s", err, table)
+	if err != nil || !strings.Contains(table, "tg4 @ d32") || !strings.Contains(table, "decode") || strings.Count(table, " logits ") != 2 {
+		t.Errorf("results table lacks the depth test or the tg rows' decode mode (%v):\n%s", err, table)
 	}
 	exported, err := captureStdout(t, func() error { return runResults(context.Background(), []string{"-o", "jsonl"}) })
-	if err != nil || strings.Count(exported, `"n_depth":32`) != 2 || !strings.Contains(exported, `"load_gbps":`) {
-		t.Errorf("results -o jsonl does not carry n_depth and load_gbps (%v):\n%s", err, exported)
+	if err != nil || strings.Count(exported, `"n_depth":32`) != 2 || !strings.Contains(exported, `"load_gbps":`) || strings.Count(exported, `"decode":"logits"`) != 2 {
+		t.Errorf("results -o jsonl does not carry n_depth, load_gbps and decode (%v):\n%s", err, exported)
 	}
 }
 

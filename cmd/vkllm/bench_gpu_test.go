@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/bench"
+	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/engine/vulkan"
 	"github.com/vkllm/vkllm/store"
 )
@@ -34,6 +35,14 @@ func TestBenchOnTheGPURecordsDeviceAndPlan(t *testing.T) {
 		if r.Backends != "Vulkan" || r.Placement != "resident" || r.GPUInfo == "" || r.AvgTs <= 0 {
 			t.Errorf("record %s: backend %q placement %q gpu %q t/s %.1f", r.TestName(), r.Backends, r.Placement, r.GPUInfo, r.AvgTs)
 		}
+	}
+	// the resident driver's tg is a greedy generation, chained unless VKLLM_GPU_CHAIN=0
+	wantDecode := bench.DecodeGreedyChained
+	if !config.GPUChain.Bool() {
+		wantDecode = bench.DecodeGreedy
+	}
+	if records[0].Decode != "" || records[1].Decode != wantDecode {
+		t.Errorf("decode: pp %q, tg %q; want \"\" and %q", records[0].Decode, records[1].Decode, wantDecode)
 	}
 	st, err := store.Open(dir)
 	if err != nil {

@@ -55,7 +55,7 @@ func runResults(ctx context.Context, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "id\twhen\tsource\tstatus\tgpu\tbackend\tplacement\tmodel\ttest\tt/s\tttft ms\t")
+	fmt.Fprintln(tw, "id\twhen\tsource\tstatus\tgpu\tbackend\tplacement\tmodel\ttest\tdecode\tt/s\tttft ms\t")
 	for _, r := range runs {
 		when := time.UnixMilli(r.CreatedAtMs).Local().Format("2006-01-02 15:04")
 		gpuName := r.GPUName
@@ -70,8 +70,12 @@ func runResults(ctx context.Context, args []string) error {
 		if r.TTFTNs > 0 {
 			ttft = fmt.Sprintf("%.1f", float64(r.TTFTNs)/1e6)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.ID, when, r.Source, r.Status, gpuName, r.Backend,
-			r.Placement, shortModel(r.ModelFile), r.Test, rate, ttft)
+		decode := r.Decode // how tg steps ran: logits, greedy, greedy-chained
+		if decode == "" {
+			decode = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.ID, when, r.Source, r.Status, gpuName, r.Backend,
+			r.Placement, shortModel(r.ModelFile), r.Test, decode, rate, ttft)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -166,6 +166,9 @@ func TestRunFollowsLlamaBenchSemantics(t *testing.T) {
 			t.Errorf("record %s: %d samples, avg %.1f", r.TestName(), len(r.SamplesNs), r.AvgTs)
 		}
 	}
+	if records[0].Decode != "" || records[1].Decode != DecodeLogits {
+		t.Errorf("decode: pp %q, tg %q; want \"\" and %q", records[0].Decode, records[1].Decode, DecodeLogits)
+	}
 	if records[0].TTFTMs <= 0 || records[1].TTFTMs != 0 {
 		t.Errorf("TTFT belongs to the pp test only: pp %.3f tg %.3f", records[0].TTFTMs, records[1].TTFTMs)
 	}
@@ -308,13 +311,26 @@ func (g *greedyCountingEvaluator) Greedy(token, pos int) (int, error) {
 	return 40 + (token*7+pos)%50, nil
 }
 
+// chainingCountingEvaluator says it queues each greedy step behind the one before.
+type chainingCountingEvaluator struct{ greedyCountingEvaluator }
+
+func (*chainingCountingEvaluator) ChainsGreedy() bool { return true }
+
 // On an evaluator that picks tokens on its device, tg is a greedy generation: each step takes
 // the token the step before returned, at consecutive positions, with no Eval of its own; pp
-// still evaluates the synthetic prompt.
+// still evaluates the synthetic prompt. The tg record says how its steps ran.
 func TestRunDecodesGreedilyOnADevicePickingItsTokens(t *testing.T) {
 	ev := &greedyCountingEvaluator{}
-	if _, err := Run(context.Background(), ev, Config{NPrompt: 8, NGen: 5, Reps: 2, VocabSize: 100, Seed: 3}, nil); err != nil {
+	records, err := Run(context.Background(), ev, Config{NPrompt: 8, NGen: 5, Reps: 2, VocabSize: 100, Seed: 3}, nil)
+	if err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+	if len(records) != 2 || records[0].Decode != "" || records[1].Decode != DecodeGreedy {
+		t.Fatalf("records %+v: want pp without a decode mode, tg %q", records, DecodeGreedy)
+	}
+	chained, err := Run(context.Background(), &chainingCountingEvaluator{}, Config{NGen: 3, Reps: 1, VocabSize: 100, Seed: 3}, nil)
+	if err != nil || len(chained) != 1 || chained[0].Decode != DecodeGreedyChained {
+		t.Fatalf("on a chaining evaluator: %+v, %v; want one tg record %q", chained, err, DecodeGreedyChained)
 	}
 	if len(ev.calls) != 3 {
 		t.Fatalf("%d Eval calls, want the 3 pp runs only", len(ev.calls))

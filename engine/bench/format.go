@@ -115,7 +115,7 @@ var flatColumns = []string{
 	"build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
 	"model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "type_k", "type_v", "n_gpu_layers",
 	"n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts",
-	"tool", "placement", "ttft_ms", "reps", "warmup", "load_ms", "load_gbps",
+	"tool", "placement", "ttft_ms", "reps", "warmup", "load_ms", "load_gbps", "decode",
 }
 
 func flatValues(r Record) []string {
@@ -127,6 +127,7 @@ func flatValues(r Record) []string {
 		r.TypeK, r.TypeV, strconv.Itoa(r.NGPULayers), strconv.Itoa(r.NPrompt), strconv.Itoa(r.NGen),
 		strconv.Itoa(r.NDepth), r.TestTime, i(r.AvgNs), i(r.StddevNs), f(r.AvgTs), f(r.StddevTs),
 		r.Tool, r.Placement, f(r.TTFTMs), strconv.Itoa(r.Reps), strconv.Itoa(r.Warmup), f(r.LoadMs), f(r.LoadGBps),
+		r.Decode,
 	}
 }
 

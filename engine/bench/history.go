@@ -161,7 +161,7 @@ func StoreRun(r Record, t Target, status, errText string) store.BenchRun {
 		ModelFile:    r.ModelFile, ModelType: r.ModelType, ModelParams: r.ModelParams, ModelSize: r.ModelSize,
 		Placement: r.Placement, Test: r.TestName(), NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, Reps: r.Reps, Warmup: r.Warmup,
 		AvgNs: r.AvgNs, StddevNs: r.StddevNs, AvgTS: r.AvgTs, StddevTS: r.StddevTs, TTFTNs: int64(r.TTFTMs * 1e6),
-		LoadNs: int64(math.Round(r.LoadMs * 1e6)),
+		LoadNs: int64(math.Round(r.LoadMs * 1e6)), Decode: r.Decode,
 	}
 	if ts, err := time.Parse(time.RFC3339, r.TestTime); err == nil {
 		run.CreatedAtMs = ts.UnixMilli()
@@ -216,7 +216,7 @@ func RecordOf(r store.BenchRun) Record {
 		ModelType: r.ModelType, ModelSize: r.ModelSize, ModelParams: r.ModelParams, NThreads: r.Threads,
 		NPrompt: r.NPrompt, NGen: r.NGen, NDepth: r.NDepth, TestTime: time.UnixMilli(r.CreatedAtMs).UTC().Format(time.RFC3339),
 		Tool: r.Source, Placement: r.Placement, TTFTMs: float64(r.TTFTNs) / 1e6, Reps: r.Reps, Warmup: r.Warmup,
-		TypeK: "f16", TypeV: "f16", NBatch: 512, NUBatch: 512,
+		TypeK: "f16", TypeV: "f16", NBatch: 512, NUBatch: 512, Decode: r.Decode,
 	}
 	rec.AvgNs, rec.StddevNs, rec.AvgTs, rec.StddevTs = r.AvgNs, r.StddevNs, r.AvgTS, r.StddevTS
 	if r.LoadNs > 0 {

@@ -140,14 +140,17 @@ func TestModelChecksumIsCachedUntilTheFileChanges(t *testing.T) {
 func TestLoadTimeAndDepthReachRecordsAndHistory(t *testing.T) {
 	tg := syntheticTarget()
 	tg.LoadNs = 2e9 // 4 GiB in 2 s
-	rec := Record{NGen: 128, NDepth: 4096, Reps: 1, Summary: Summarize([]int64{1e9}, 128)}
+	rec := Record{NGen: 128, NDepth: 4096, Reps: 1, Summary: Summarize([]int64{1e9}, 128), Decode: DecodeGreedyChained}
 	tg.Fill(&rec)
 	if rec.LoadMs != 2000 || rec.LoadGBps != float64(4<<30)/2e9 {
 		t.Errorf("filled load %.1f ms at %.3f GB/s, want 2000 ms at %.3f", rec.LoadMs, rec.LoadGBps, float64(4<<30)/2e9)
 	}
 	run := StoreRun(rec, tg, store.BenchOK, "")
-	if run.Test != "tg128 @ d4096" || run.NDepth != 4096 || run.LoadNs != 2e9 {
-		t.Errorf("history row test %q depth %d load %d ns", run.Test, run.NDepth, run.LoadNs)
+	if run.Test != "tg128 @ d4096" || run.NDepth != 4096 || run.LoadNs != 2e9 || run.Decode != DecodeGreedyChained {
+		t.Errorf("history row test %q depth %d load %d ns decode %q", run.Test, run.NDepth, run.LoadNs, run.Decode)
+	}
+	if back := RecordOf(run); back.Decode != DecodeGreedyChained {
+		t.Errorf("the history row exports decode %q, want %q", back.Decode, DecodeGreedyChained)
 	}
 	untimed := syntheticTarget()
 	var plain Record

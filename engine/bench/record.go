@@ -46,7 +46,22 @@ type Record struct {
 	// to evaluate on its placement. Zero when the run did not load the model itself.
 	LoadMs   float64 `json:"load_ms,omitempty"`
 	LoadGBps float64 `json:"load_gbps,omitempty"` // model_size / load time, in 10^9 bytes per second
+	// Decode says how a tg test's steps ran (DecodeLogits, DecodeGreedy, DecodeGreedyChained);
+	// "" for pp tests and for rows from before vkllm recorded it.
+	Decode string `json:"decode,omitempty"`
 }
+
+// How a tg test's steps ran (Record.Decode).
+const (
+	// DecodeLogits: each step evaluated the next synthetic token and read back its logits.
+	DecodeLogits = "logits"
+	// DecodeGreedy: a greedy generation, each step's token the argmax of the step before,
+	// picked on the device, one step submitted and waited for at a time.
+	DecodeGreedy = "greedy"
+	// DecodeGreedyChained: DecodeGreedy with the next step queued behind the running one
+	// (VKLLM_GPU_CHAIN).
+	DecodeGreedyChained = "greedy-chained"
+)
 
 // FlashAttn is llama-bench's flash_attn field: a boolean in older builds, -1 (auto), 0 (off) or
 // 1 (on) since `-fa` took on|off|auto.

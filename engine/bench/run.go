@@ -244,6 +244,9 @@ func Run(ctx context.Context, ev Evaluator, cfg Config, progress func(Progress))
 		if t.NPrompt > 0 {
 			rec.TTFTMs = float64(rec.AvgNs) / 1e6
 		}
+		if t.NGen > 0 {
+			rec.Decode = decodeMode(ev)
+		}
 		rec.TestTime = time.Now().UTC().Format(time.RFC3339)
 		records = append(records, rec)
 	}
@@ -347,6 +350,23 @@ func timePrefill(ev Evaluator, tokens []int, depth int) (time.Duration, error) {
 // generation (temperature 0) runs its steps.
 type greedyEvaluator interface {
 	Greedy(token, pos int) (int, error)
+}
+
+// chainingEvaluator is a greedyEvaluator that may queue each greedy step behind the one before
+// (the resident Vulkan driver's VKLLM_GPU_CHAIN); ChainsGreedy says whether it does.
+type chainingEvaluator interface {
+	ChainsGreedy() bool
+}
+
+// decodeMode is how timeDecode runs ev's steps (Record.Decode).
+func decodeMode(ev Evaluator) string {
+	if _, ok := ev.(greedyEvaluator); !ok {
+		return DecodeLogits
+	}
+	if c, ok := ev.(chainingEvaluator); ok && c.ChainsGreedy() {
+		return DecodeGreedyChained
+	}
+	return DecodeGreedy
 }
 
 // timeDecode is one tg repetition: one token per evaluation at positions depth, depth+1, ...

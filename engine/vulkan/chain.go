@@ -46,6 +46,10 @@ func (r *Resident) chains() bool {
 	return r.c.chain && !r.part && r.hasHead && len(r.h.Recurrent) == 0 && !r.prof && !r.captures
 }
 
+// ChainsGreedy reports whether Greedy queues each step behind the one before (VKLLM_GPU_CHAIN on
+// a runner that chains): how a greedy generation's steps run, for the bench's records.
+func (r *Resident) ChainsGreedy() bool { return r.chains() }
+
 // chainReady records the chain's two slots on first use.
 func (r *Resident) chainReady() (*decodeChain, error) {
 	if r.chain != nil {

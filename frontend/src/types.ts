@@ -155,12 +155,14 @@ export interface BenchRow {
   nGen: number;
   nDepth: number;
   commit: string;
+  decode?: string; // how a tg row's steps ran: logits, greedy, greedy-chained
   samples: number[] | null; // the repetitions' t/s
   noisy: boolean; // spread over 5% of the mean
   noisyReason?: string;
   prevId?: number;
   prevSource?: string;
   prevTs?: number;
+  prevDecode?: string; // how the previous run's tg steps ran, where it says
   deltaPct?: number;
 }
 
