@@ -86,6 +86,13 @@ func TestGreedyChainMatchesOneStepAtATime(t *testing.T) {
 			if gotTok != wantTok {
 				t.Fatalf("Greedy(%d, %d) against a queued step of another token: %d, unchained %d", other2, at+1, gotTok, wantTok)
 			}
+			// closing with a step queued waits for it; the closed runner refuses more
+			if err := runners[true].Close(); err != nil {
+				t.Fatalf("close with a step queued: %v", err)
+			}
+			if _, err := runners[true].Greedy(gotTok, at+2); err == nil {
+				t.Fatal("Greedy on a closed runner: no error")
+			}
 		})
 	}
 }

@@ -1217,6 +1217,9 @@ func (r *Resident) EvalHidden(x []float32, n, pos int, wantAllLogits bool) ([]fl
 // step at pos+1 with that argmax is queued behind it before it returns, so the next call of a
 // greedy generation finds its step already running.
 func (r *Resident) Greedy(token, pos int) (int, error) {
+	if r.closed {
+		return 0, errors.New("vulkan greedy: runner is closed")
+	}
 	if r.part {
 		return 0, errors.New("vulkan greedy: this runner holds part of the model and takes hidden states (EvalHidden)")
 	}
