@@ -225,6 +225,17 @@ func TestWriteFormats(t *testing.T) {
 			}
 		}
 	}
+	// under the table, how its tg rows' steps ran; a table without tg rows says nothing of it
+	tg := rec
+	tg.NPrompt, tg.NGen, tg.Decode = 0, 128, DecodeGreedyChained
+	var md bytes.Buffer
+	if err := Write(&md, "md", []Record{rec, tg}); err != nil || !strings.Contains(md.String(), "tg (greedy-chained): a greedy generation") {
+		t.Errorf("md with a chained tg row lacks its decode note (%v):\n%s", err, md.String())
+	}
+	md.Reset()
+	if err := Write(&md, "md", []Record{rec}); err != nil || strings.Contains(md.String(), "tg (") {
+		t.Errorf("md with only a pp row has a decode note (%v):\n%s", err, md.String())
+	}
 	if err := Write(&bytes.Buffer{}, "yaml", nil); err == nil {
 		t.Error("unknown format accepted")
 	}

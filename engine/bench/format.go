@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -106,8 +107,37 @@ func WriteMarkdown(w io.Writer, records []Record) error {
 			b.WriteString("\n")
 		}
 	}
+	writeDecodeNotes(&b, records)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// decodeWords says in a sentence how a tg test's steps ran (Record.Decode).
+var decodeWords = map[string]string{
+	DecodeLogits:        "each step evaluated a synthetic token and read back its logits",
+	DecodeGreedy:        "a greedy generation, each step's token the argmax of the step before, picked on the device, one step submitted and waited for at a time",
+	DecodeGreedyChained: "a greedy generation, each step's token the argmax of the step before, picked on the device, the next step queued behind the running one (VKLLM_GPU_CHAIN=0 runs one at a time)",
+}
+
+// writeDecodeNotes adds a line under the table for each way the tg rows' steps ran, so a table
+// pasted beside llama-bench's says what its tg measured.
+func writeDecodeNotes(b *strings.Builder, records []Record) {
+	var seen []string
+	for _, r := range records {
+		if r.Decode != "" && !slices.Contains(seen, r.Decode) {
+			seen = append(seen, r.Decode)
+		}
+	}
+	if len(seen) > 0 {
+		b.WriteString("\n")
+	}
+	for _, d := range seen {
+		words := decodeWords[d]
+		if words == "" {
+			words = "as its record says"
+		}
+		fmt.Fprintf(b, "tg (%s): %s\n", d, words)
+	}
 }
 
 // flatColumns are the scalar columns of the csv and sql forms, in llama-bench's order first.
