@@ -212,26 +212,7 @@ void main() {
             }
         }
 #else
-#if defined(X8_BATCH2)
-        uint uStart = uFirst;
-        // two of the lane's units a step in one block of code, so every load of both is issued
-        // before either is used (a 2048-wide row is two units a lane on 32 lanes: one trip to
-        // memory where the loop made two in series)
-        for (; uStart + uStep < units; uStart += 2u * uStep) {
-            uint u0 = uStart, u1 = uStart + uStep;
-            uint xi0 = (u0 >> 5) * 64u + (u0 & 31u), xi1 = (u1 >> 5) * 64u + (u1 & 31u);
-            uvec4 xa0 = xq4[xi0], xb0 = xq4[xi0 + 32u], xa1 = xq4[xi1], xb1 = xq4[xi1 + 32u];
-            vec2 s0 = xs[u0], s1 = xs[u1];
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                uint r = min(row0 + i, p.N - 1u); // a past-the-end row re-reads the last (never written)
-                acc[i] += unitDot(r * rowBytes, nb, u0, xa0, xb0, s0) + unitDot(r * rowBytes, nb, u1, xa1, xb1, s1);
-            }
-        }
-#define X8_UNIT_START uStart // the units the paired steps left
-#else
-#define X8_UNIT_START uFirst
-#endif
-        for (uint u = X8_UNIT_START; u < units; u += uStep) {
+        for (uint u = uFirst; u < units; u += uStep) {
             uint xi = (u >> 5) * 64u + (u & 31u);
             uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
             vec2 s = xs[u];

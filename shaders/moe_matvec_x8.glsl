@@ -81,26 +81,7 @@ void products(uint q, uint e, uint row0) {
         acc[i] = 0.0;
         accU[i] = 0.0;
     }
-#if defined(X8_BATCH2)
-    uint uStart = lane;
-    // two of the lane's units a step in one block of code: every load of both issued before
-    // either is used (matvec_x8.glsl's X8_BATCH2)
-    for (; uStart + lanes < units; uStart += 2u * lanes) {
-        uint u0 = uStart, u1 = uStart + lanes;
-        uint xi0 = xq0 + (u0 >> 5) * 64u + (u0 & 31u), xi1 = xq0 + (u1 >> 5) * 64u + (u1 & 31u);
-        uvec4 xa0 = xq4[xi0], xb0 = xq4[xi0 + 32u], xa1 = xq4[xi1], xb1 = xq4[xi1 + 32u];
-        vec2 s0 = xs[xs0 + u0], s1 = xs[xs0 + u1];
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            uint rb = base + min(row0 + i, p.N - 1u) * rowBytes; // a row past the end re-reads the last (never written)
-            acc[i] += unitDot(rb, nb, u0, xa0, xb0, s0) + unitDot(rb, nb, u1, xa1, xb1, s1);
-            if (paired) accU[i] += unitDot(rb + p.pairOff, nb, u0, xa0, xb0, s0) + unitDot(rb + p.pairOff, nb, u1, xa1, xb1, s1);
-        }
-    }
-#define X8_UNIT_START uStart // the units the paired steps left
-#else
-#define X8_UNIT_START lane
-#endif
-    for (uint u = X8_UNIT_START; u < units; u += lanes) {
+    for (uint u = lane; u < units; u += lanes) {
         uint xi = xq0 + (u >> 5) * 64u + (u & 31u);
         uvec4 xa = xq4[xi], xb = xq4[xi + 32u];
         vec2 s = xs[xs0 + u];

@@ -53,7 +53,6 @@ type Context struct {
 	sharedX8         bool    // a decode step's shared expert reads the routed experts' int8 rounding (VKLLM_GPU_SHARED_X8, an A/B switch)
 	x8Coop           bool    // a decode step's Q8_0 and Q6_K products copy their blocks through shared memory (matvec_x8_q8_0c, _q6_kc; VKLLM_GPU_X8_COOP, an A/B switch)
 	q6kWide          bool    // a decode step's Q6_K products take 64 elements a lane a step (matvec_x8_q6_kw; VKLLM_GPU_Q6K_WIDE)
-	x8Batch2         bool    // a decode step's Q4_K products take two of a lane's units a step (matvec_x8_q4_kb, moe_matvec_x8_q4_kb; VKLLM_GPU_X8_BATCH2)
 	convFold         bool    // a decode step's DeltaNet qkv product ends with the convolution (VKLLM_GPU_CONV_FOLD, an A/B switch)
 	gateFolds        bool    // a decode step's gated attention splits and gates its queries inside rope_kv_norm and the output's rounding (VKLLM_GPU_GATE_FOLDS, an A/B switch)
 	deltaRounds      bool    // a decode step's delta rule rounds its output for the int8 output product (VKLLM_GPU_DELTA_ROUNDS, an A/B switch)

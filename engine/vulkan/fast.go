@@ -64,7 +64,6 @@ func (c *Context) selectNumericTier() {
 	c.convFold = config.GPUConvFold.Bool()
 	c.x8Coop = config.GPUX8Coop.Bool()
 	c.q6kWide = config.GPUQ6KWide.Bool()
-	c.x8Batch2 = config.GPUX8Batch2.Bool()
 	c.normF32 = config.GPUNormF32.Bool()
 	c.sharedX8 = config.GPUSharedX8.Bool()
 	if n := config.GPUAttSplits.Int(); n > 0 {

@@ -32,8 +32,7 @@ func x8Kernel(family string, t quant.Type) string {
 // x8Dense is the name of t's dense int8 decode product on this context (x8Kernel's, or for
 // Q4_0, Q8_0 and Q6_K the one that copies its blocks through shared memory under
 // VKLLM_GPU_X8_COOP, or for Q6_K the one that takes 64 elements a lane under
-// VKLLM_GPU_Q6K_WIDE, or for Q4_K the one that takes two of a lane's units a step under
-// VKLLM_GPU_X8_BATCH2); the ROPE_KV and CONV variants append their suffixes to it.
+// VKLLM_GPU_Q6K_WIDE); the ROPE_KV and CONV variants append their suffixes to it.
 func (c *Context) x8Dense(t quant.Type) string {
 	name := x8Kernel("matvec_x8_", t)
 	switch {
@@ -41,8 +40,6 @@ func (c *Context) x8Dense(t quant.Type) string {
 		name += "c"
 	case c.q6kWide && t == quant.Q6_K:
 		name += "w"
-	case c.x8Batch2 && t == quant.Q4_K:
-		name += "b"
 	}
 	return name
 }
@@ -346,9 +343,6 @@ func moeX8RowsOf(t quant.Type) int {
 // silu(gate·x)·(up·x), as SwiGLU computes it.
 func (s *Seq) MoEMatVecX8(t quant.Type, w, xq, xs, y, ids Binding, upOff uint64, k, n, e0, ne, used, pairs int, xPerPair bool, yStride int) {
 	name := x8Kernel("moe_matvec_x8_", t)
-	if s.c.x8Batch2 && t == quant.Q4_K {
-		name += "b" // two of a lane's units a step (VKLLM_GPU_X8_BATCH2)
-	}
 	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || ne <= 0 || used <= 0 || pairs <= 0 {
 		s.fail(fmt.Errorf("moe matvec x8: %v rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, %d experts, %d pairs", t, k, n, ne, pairs))
 		return

@@ -37,7 +37,7 @@ func roundX8(x []float32) (q []int8, d []float64) {
 // dequantized weights with x rounded as quantize_x8 rounds it: |y - ref| <= 1e-5·Σ|w·x| + 1e-6
 // (integer sums are exact; the bound covers the f32 scaling and lane-order sums). Shapes take
 // both the own-rows and the shared-rows grids and rows past a workgroup's end, and rows of
-// 4096 give each lane of a 32-wide subgroup four units (X8_BATCH2's paired steps).
+// 4096 give each lane of a 32-wide subgroup four units.
 func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
@@ -58,7 +58,6 @@ func TestMatVecX8MatchesFloat64Reference(t *testing.T) {
 		{"matvec_x8_q8_0c", quant.Q8_0, 4, false},
 		{"matvec_x8_q4_k", quant.Q4_K, 2, false},
 		{"matvec_x8_q4_k4", quant.Q4_K, 4, false},
-		{"matvec_x8_q4_kb", quant.Q4_K, 2, false},
 		{"matvec_x8_q5_k", quant.Q5_K, 2, false},
 		{"matvec_x8_q6_k", quant.Q6_K, 2, false},
 		{"matvec_x8_q6_kc", quant.Q6_K, 2, false},
@@ -124,7 +123,7 @@ var x8BenchKernels = map[quant.Type][]struct {
 }{
 	quant.Q4_0:    {{"matvec_x8_q4_0", 4}, {"matvec_x8_q4_0r", 4}, {"matvec_x8_q4_0c", 4}},
 	quant.Q8_0:    {{"matvec_x8_q8_0", 4}, {"matvec_x8_q8_0r", 4}, {"matvec_x8_q8_0c", 4}},
-	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}, {"matvec_x8_q4_kb", 2}},
+	quant.Q4_K:    {{"matvec_x8_q4_k", 2}, {"matvec_x8_q4_k4", 4}},
 	quant.Q5_K:    {{"matvec_x8_q5_k", 2}},
 	quant.Q6_K:    {{"matvec_x8_q6_k", 2}, {"matvec_x8_q6_kc", 2}, {"matvec_x8_q6_kw", 2}},
 	quant.IQ2_XXS: {{"matvec_x8_iq2_xxs", 4}},
@@ -350,41 +349,22 @@ func TestQuantizeX8RoundsEachInputWithinHalfAStep(t *testing.T) {
 // other's pairs. Both input forms (the token's row, each pair's own row) and the paired form
 // (gate and up experts in one binding, 256 bytes aligned, SwiGLU of the two sums against
 // silu(g)·u in float64, bound 1e-5 relative to |g|+|u| magnitudes) are checked, Y poisoned
-// first so a row left unwritten shows. Q4_K runs twice: a unit a lane a step, and two
-// (moe_matvec_x8_q4_kb, VKLLM_GPU_X8_BATCH2) over rows of 2048 (two units a lane on 32 lanes,
-// eight on lavapipe's 8).
+// first so a row left unwritten shows.
 func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureInt8Dot] || !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no int8 dot products or subgroup arithmetic, so no moe_matvec_x8", c.Info.Name)
 	}
-	defer func(on bool) { c.x8Batch2 = on }(c.x8Batch2)
 	const n, ne, used, m = 7, 5, 2, 3
 	ids := []uint32{4, 1, 1, 3, 0, 4}
 	pairs := m * used
-	for _, tc := range []struct {
-		typ    quant.Type
-		batch2 bool
-	}{{quant.Q4_0, false}, {quant.Q8_0, false}, {quant.Q4_K, false}, {quant.Q4_K, true}, {quant.Q5_K, false}, {quant.Q6_K, false}, {quant.IQ2_XXS, false}} {
-		typ := tc.typ
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ2_XXS} {
 		k := 64
 		if typ.BlockSize() > 32 {
 			k = 512
 		}
-		if tc.batch2 {
-			k = 2048
-		}
 		for _, form := range []string{"token-input", "pair-input", "gate-up-swiglu"} {
-			t.Run(fmt.Sprintf("%v/batch2%v/%s", typ, tc.batch2, form), func(t *testing.T) {
-				c.x8Batch2 = tc.batch2
-				if tc.batch2 {
-					forgetKernels(c, "moe_matvec_x8_q4_kb")
-					defer func() {
-						if _, made := c.kernels["moe_matvec_x8_q4_kb"]; !made {
-							t.Errorf("the products did not take moe_matvec_x8_q4_kb")
-						}
-					}()
-				}
+			t.Run(fmt.Sprintf("%v/%s", typ, form), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(int64(typ)*11 + int64(len(form))))
 				gq, gd := moeTestWeights(t, rng, typ, k, n, ne)
 				uq, ud := moeTestWeights(t, rng, typ, k, n, ne)
@@ -790,22 +770,6 @@ func TestQ6KWideDecodeMatchesUnitReads(t *testing.T) {
 		{"llama", []string{"matvec_x8_q6_kw", "matvec_x8_q6_kw_rkv"}},
 		{"qwen35", []string{"matvec_x8_q6_kw", "matvec_x8_q6_kw_conv"}},
 	}, func(on bool) { c.q6kWide = on })
-}
-
-// With VKLLM_GPU_X8_BATCH2 a decode step's Q4_K products take two of a lane's units a step
-// (matvec_x8_q4_kb, its rope+kv and conv ends, and the experts', moe_matvec_x8_q4_kb): their
-// sums run in another order, so the logits of four decode steps stay within 1e-3 of the
-// unit-a-step kernels' (relative to the largest logit; the float64 tests above hold each
-// kernel to its bound) and pick the same tokens. Fails if the switch does not select the
-// kernels.
-func TestX8Batch2DecodeMatchesUnitSteps(t *testing.T) {
-	c := ctxOrSkip(t)
-	defer func(batch bool) { c.x8Batch2 = batch }(c.x8Batch2)
-	decodeVariantMatches(t, c, quant.Q4_K, []decodeVariantCase{
-		{"llama", []string{"matvec_x8_q4_kb", "matvec_x8_q4_kb_rkv"}},
-		{"qwen35", []string{"matvec_x8_q4_kb", "matvec_x8_q4_kb_conv"}},
-		{"qwen3moe", []string{"matvec_x8_q4_kb", "moe_matvec_x8_q4_kb"}},
-	}, func(on bool) { c.x8Batch2 = on })
 }
 
 // decodeVariantCase is a tiny model's architecture and the kernels a decode variant must make
