@@ -72,9 +72,9 @@ func (r *Resident) chainReady() (*decodeChain, error) {
 			}
 			*b.dst = buf
 		}
-		var f vk.Fence
-		if res := vk.CreateFence(r.c.dev, &vk.FenceCreateInfo{SType: vk.StructureTypeFenceCreateInfo}, nil, &f); res != vk.Success {
-			return fail(fmt.Errorf("create fence: %w", resultError(res)))
+		f, err := r.c.newFence()
+		if err != nil {
+			return fail(err)
 		}
 		sl.fence = f
 	}

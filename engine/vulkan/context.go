@@ -198,12 +198,21 @@ func (c *Context) init() error {
 		return fmt.Errorf("create command pool: %w", resultError(r))
 	}
 	c.cmdPool = pool
-	var fence vk.Fence
-	if r := vk.CreateFence(c.dev, &vk.FenceCreateInfo{SType: vk.StructureTypeFenceCreateInfo}, nil, &fence); r != vk.Success {
-		return fmt.Errorf("create fence: %w", resultError(r))
+	fence, err := c.newFence()
+	if err != nil {
+		return err
 	}
 	c.fence = fence
 	return nil
+}
+
+// newFence creates an unsignalled fence (Seq.Submit signals it, waitFence waits and resets it).
+func (c *Context) newFence() (vk.Fence, error) {
+	var f vk.Fence // a local: vulkan-go passes its address to C
+	if r := vk.CreateFence(c.dev, &vk.FenceCreateInfo{SType: vk.StructureTypeFenceCreateInfo}, nil, &f); r != vk.Success {
+		return vk.NullFence, fmt.Errorf("create fence: %w", resultError(r))
+	}
+	return f, nil
 }
 
 // capability is one line of the init roster.

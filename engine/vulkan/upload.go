@@ -41,10 +41,10 @@ func (c *Context) BeginUploads() error {
 			return fmt.Errorf("upload staging: %w", err)
 		}
 		b.halves[i] = h
-		var f vk.Fence
-		if r := vk.CreateFence(c.dev, &vk.FenceCreateInfo{SType: vk.StructureTypeFenceCreateInfo}, nil, &f); r != vk.Success {
+		f, err := c.newFence()
+		if err != nil {
 			b.free(c)
-			return fmt.Errorf("upload fence: %w", resultError(r))
+			return fmt.Errorf("upload: %w", err)
 		}
 		b.fences[i] = f
 	}
