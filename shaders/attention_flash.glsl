@@ -20,18 +20,48 @@
 // Variants: MAXHP (most heads a workgroup takes: 4 or 8) and KPL (16-byte words per lane and
 // row: headDim <= 64·KPL). headDim is a multiple of 8, at most 256; hp·headDim <= 1024; the
 // subgroup size is 8..128 (whole 8-lane groups, at most 16 subgroups).
+//
+// FRESH_KV (attention_flash_rn_*: a decode step of qwen3's per-head-normed attention, M = 1):
+// the step's queries, key and value arrive as the products left them, and the workgroup does
+// rope_kv_norm's work for what it reads, so that stage and its barrier go. It normalizes its
+// hp query heads in shared memory (x·scale·g, scale = 1/sqrt(mean(x²) + eps), plain f32) and
+// rotates them; the workgroup whose range holds the token's own position normalizes and rotates
+// the token's key head the same way, rounds key and value to f16 (roundHalf) and reads that
+// row from shared memory instead of the cache; the first of a KV head's workgroups among those
+// also stores the row in the caches at pos[0] for the later steps. The sums of squares run in
+// another order than rope_kv_norm's, so results agree to f32 rounding, not bit for bit.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#ifdef FRESH_KV
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = 128) in;
 layout(std430, binding = 0) readonly buffer Qb { float q[]; };
+#ifdef FRESH_KV
+layout(std430, binding = 1) buffer Kb { uvec4 kc4[]; };
+layout(std430, binding = 1) buffer KWb { uint kcw[]; };
+layout(std430, binding = 2) buffer Vb { uvec4 vc4[]; };
+layout(std430, binding = 2) buffer VWb { uint vcw[]; };
+#else
 layout(std430, binding = 1) readonly buffer Kb { uvec4 kc4[]; };
 layout(std430, binding = 2) readonly buffer Vb { uvec4 vc4[]; };
+#endif
 layout(std430, binding = 3) writeonly buffer Tb { float part[]; };
 layout(std430, binding = 4) readonly buffer Pb { uint pos[]; };
+#ifdef FRESH_KV
+layout(std430, binding = 5) readonly buffer KRb { float kRaw[]; }; // the step's key product (nKV heads)
+layout(std430, binding = 6) readonly buffer VRb { float vRaw[]; }; // its value product
+layout(std430, binding = 7) readonly buffer Cb { float cs[]; };    // the step's (cos, sin) pairs
+layout(std430, binding = 8) readonly buffer QNb { float qn[]; };   // the query heads' norm weight
+layout(std430, binding = 9) readonly buffer KNb { float kn[]; };   // the key heads'
+#endif
 layout(push_constant) uniform P {
     uint headDim; uint nHead; uint nKV; uint M; uint qStride; float scale; uint nSplit; uint hp;
     uint minRange; // the shortest range: a short context fills fewer ranges, and the merge reads fewer
+#ifdef FRESH_KV
+    uint ropeDim; uint neox; float eps;
+#endif
 } p;
 
 const uint LANES = 8u;            // lanes per position
@@ -43,6 +73,52 @@ shared float qs[1024];            // the hp queries, head-major
 shared float redM[16u * MAXHP];   // per subgroup and head: the subgroup's maximum
 shared float redS[16u * MAXHP];   // ... and its sum
 shared float redA[4096];          // per subgroup: a round of heads' outputs
+
+#ifdef FRESH_KV
+#include "exact.glsl" // roundHalf
+#include "rope_pair.glsl"
+const uint QPT = (MAXHP * KPL * 64u + 127u) / 128u; // query elements a thread rotates
+shared float kh[256];              // the token's key head, normalized
+shared uvec4 kNew4[32], vNew4[32]; // the token's key and value rows of this KV head, f16 pairs
+shared float normSS[16u * (MAXHP + 1u)]; // per subgroup: each query head's sum of squares, then the key's
+
+// ropeAt names the pair that element j of a head rotates in (a and b, j's place first or not)
+// and its (cos, sin), as rope_rotate.glsl does for token 0.
+void ropeAt(uint j, out uint a, out uint b, out bool first, out float c, out float s) {
+    uint half_ = p.ropeDim / 2u, i;
+    if (p.neox != 0u) {
+        first = j < half_;
+        i = first ? j : j - half_;
+        a = i;
+        b = i + half_;
+    } else {
+        first = (j & 1u) == 0u;
+        i = j / 2u;
+        a = 2u * i;
+        b = a + 1u;
+    }
+    c = cs[2u * i];
+    s = cs[2u * i + 1u];
+}
+
+// rotatedQ is element j of the normalized query head in qs at base, rotated.
+float rotatedQ(uint base, uint j) {
+    if (j >= p.ropeDim) return qs[base + j];
+    uint a, b; bool first; float c, s;
+    ropeAt(j, a, b, first, c, s);
+    vec2 rot = ropePair(qs[base + a], qs[base + b], c, s);
+    return first ? rot.x : rot.y;
+}
+
+// rotatedK is element j of the normalized key head in kh, rotated.
+float rotatedK(uint j) {
+    if (j >= p.ropeDim) return kh[j];
+    uint a, b; bool first; float c, s;
+    ropeAt(j, a, b, first, c, s);
+    vec2 rot = ropePair(kh[a], kh[b], c, s);
+    return first ? rot.x : rot.y;
+}
+#endif
 
 // rescale is exp(m - mAll), 0 for an empty part (m = -inf).
 float rescale(float m, float mAll) {
@@ -77,6 +153,72 @@ void main() {
         uint hh = i / hd, d = i % hd;
         qs[i] = q[t * p.qStride + (h0 + hh) * hd + d];
     }
+#ifdef FRESH_KV
+    uint p0 = pos[0]; // M = 1: the token's own position, the range's last when this range holds it
+    bool holdsNew = start <= p0 && p0 < end; // uniform over the workgroup
+    {
+        float ss[MAXHP + 1u];
+        [[unroll]] for (uint hh = 0u; hh <= MAXHP; hh++) ss[hh] = 0.0;
+        for (uint i = tid; i < hp * hd; i += 128u) {
+            uint head = i / hd;
+            float x = qs[i];
+            [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) if (hh == head) ss[hh] += x * x;
+        }
+        if (holdsNew) {
+            for (uint d = tid; d < hd; d += 128u) {
+                float x = kRaw[kvh * hd + d];
+                kh[d] = x;
+                ss[MAXHP] += x * x;
+            }
+        }
+        [[unroll]] for (uint hh = 0u; hh <= MAXHP; hh++) {
+            float sum = subgroupAdd(ss[hh]);
+            if (subgroupElect()) normSS[gl_SubgroupID * (MAXHP + 1u) + hh] = sum;
+        }
+    }
+    barrier();
+    {
+        float sc[MAXHP + 1u]; // each head's scale, the subgroups' sums added in order
+        [[unroll]] for (uint hh = 0u; hh <= MAXHP; hh++) {
+            float total = 0.0;
+            for (uint g = 0u; g < gl_NumSubgroups; g++) total += normSS[g * (MAXHP + 1u) + hh];
+            sc[hh] = inversesqrt(total / float(hd) + p.eps);
+        }
+        for (uint i = tid; i < hp * hd; i += 128u) {
+            uint head = i / hd;
+            float f = sc[0];
+            [[unroll]] for (uint hh = 1u; hh < MAXHP; hh++) if (hh == head) f = sc[hh];
+            qs[i] = qs[i] * f * qn[i % hd];
+        }
+        if (holdsNew) {
+            for (uint d = tid; d < hd; d += 128u) kh[d] = kh[d] * sc[MAXHP] * kn[d];
+        }
+    }
+    barrier();
+    float rq[QPT];
+    [[unroll]] for (uint c = 0u; c < QPT; c++) {
+        uint i = tid + 128u * c;
+        rq[c] = i < hp * hd ? rotatedQ((i / hd) * hd, i % hd) : 0.0;
+    }
+    if (holdsNew) {
+        for (uint e = 2u * tid; e < hd; e += 256u) { // a pair of halves: one 32-bit word
+            uint kw2 = packHalf2x16(vec2(roundHalf(rotatedK(e)), roundHalf(rotatedK(e + 1u))));
+            uint vw2 = packHalf2x16(vec2(roundHalf(vRaw[kvh * hd + e]), roundHalf(vRaw[kvh * hd + e + 1u])));
+            kNew4[e / 8u][(e / 2u) % 4u] = kw2;
+            vNew4[e / 8u][(e / 2u) % 4u] = vw2;
+            if (gl_WorkGroupID.x % perKV == 0u) { // one workgroup a KV head stores the row
+                uint at = (p0 * p.nKV * hd + kvh * hd + e) / 2u;
+                kcw[at] = kw2;
+                vcw[at] = vw2;
+            }
+        }
+    }
+    barrier();
+    [[unroll]] for (uint c = 0u; c < QPT; c++) {
+        uint i = tid + 128u * c;
+        if (i < hp * hd) qs[i] = rq[c];
+    }
+#endif
     barrier();
 
     float Mx[MAXHP], S[MAXHP];
@@ -94,8 +236,15 @@ void main() {
         [[unroll]] for (uint k = 0u; k < KPL; k++) {
             uint c = lane + LANES * k;
             bool has = valid && c < hd8;
+#ifdef FRESH_KV
+            bool fresh = j == p0; // the token's own row: this workgroup's copy, not the cache's
+            kw[k] = has && !fresh ? kc4[j * row8 + head8 + c] : uvec4(0u);
+            vw[k] = has && !fresh ? vc4[j * row8 + head8 + c] : uvec4(0u);
+            if (has && fresh) { kw[k] = kNew4[c]; vw[k] = vNew4[c]; }
+#else
             kw[k] = has ? kc4[j * row8 + head8 + c] : uvec4(0u);
             vw[k] = has ? vc4[j * row8 + head8 + c] : uvec4(0u);
+#endif
         }
         float sv[MAXHP];
         [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) {

@@ -312,14 +312,14 @@ func (r *Resident) gatedAttention(s *Seq, l *layerWeights, m int) {
 	if folds && r.attPart != nil {
 		// and the attention's ranges merge in that rounding too (as attention does for the
 		// other architectures): attention_merge's stage goes
-		if splits := r.attend(s, l, m, true, false, normsInRope, gatedQ); splits > 0 { // 0: the recording failed; Seq holds the error
+		if splits := r.attend(s, l, m, true, false, normsInRope, gatedQ, nil); splits > 0 { // 0: the recording failed; Seq holds the error
 			r.projectX8(s, r.attPart.All(), X8Input{Gate: gatedQ, Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
 			s.Barrier()
 			stamp("attn_out")
 		}
 		return
 	}
-	r.attend(s, l, m, false, false, normsInRope, gatedQ)
+	r.attend(s, l, m, false, false, normsInRope, gatedQ, nil)
 	if folds {
 		r.projectX8(s, r.att.All(), X8Input{Gate: gatedQ, HeadDim: h.HeadDim}, qd, m, []projection{out})
 		s.Barrier()

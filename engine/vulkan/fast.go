@@ -2,6 +2,7 @@ package vulkan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/vkllm/vkllm/engine/config"
 	"github.com/vkllm/vkllm/engine/quant"
@@ -53,6 +54,7 @@ func (c *Context) selectNumericTier() {
 	c.routerRoute = config.GPURouterRoute.Bool()
 	c.ropeFold = config.GPURopeFold.Bool()
 	c.ropeNorms = config.GPURopeNorms.Bool()
+	c.attFreshKV = config.GPUAttFreshKV.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()
 	c.argmaxWide = config.GPUArgmaxWide.Bool()
 	c.chain = config.GPUChain.Bool()
@@ -371,7 +373,13 @@ func (c *Context) attentionPartialFloats(rows, nHead, nKV, headDim, ctxLen int) 
 // caches as attention_split over position ranges, then attention_merge into o (see
 // Attention for the layout); part holds attentionPartialFloats floats.
 func (s *Seq) AttentionSplit(q, k, v, o, pos, part Binding, headDim, nHead, nKV, m, qStride, oStride, ctxLen int, scale float32) {
-	splits := s.AttentionSplitRanges(q, k, v, pos, part, headDim, nHead, nKV, m, qStride, ctxLen, scale)
+	s.AttentionSplitFresh(nil, q, k, v, o, pos, part, headDim, nHead, nKV, m, qStride, oStride, ctxLen, scale)
+}
+
+// AttentionSplitFresh is AttentionSplit with the step's keys and values fresh from their
+// products where fresh is given (see AttentionSplitRangesFresh).
+func (s *Seq) AttentionSplitFresh(fresh *FreshKV, q, k, v, o, pos, part Binding, headDim, nHead, nKV, m, qStride, oStride, ctxLen int, scale float32) {
+	splits := s.AttentionSplitRangesFresh(fresh, q, k, v, pos, part, headDim, nHead, nKV, m, qStride, ctxLen, scale)
 	if splits == 0 {
 		return
 	}
@@ -388,6 +396,42 @@ func (s *Seq) AttentionSplit(q, k, v, o, pos, part Binding, headDim, nHead, nKV,
 // position range in part, and returns the ranges per (head, token) (0 on a recording error):
 // attention_merge, or quantize_x8 with X8Input.Merge, makes the output from them.
 func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, nKV, m, qStride, ctxLen int, scale float32) int {
+	return s.AttentionSplitRangesFresh(nil, q, k, v, pos, part, headDim, nHead, nKV, m, qStride, ctxLen, scale)
+}
+
+// FreshKV is what a decode step's split attention needs to do rope_kv_norm's work itself
+// (attention_flash_rn_*, FRESH_KV in attention_flash.glsl): the step's key and value products
+// as they left them (nKV heads each), the step's rotation pairs, the per-head norm weights
+// of queries and keys and the norm's epsilon, the rotated dimensions and their pairing. The
+// queries the attention binds are then the query product's, not yet normalized or rotated,
+// and the caches take the step's key and value rows at pos[0].
+type FreshKV struct {
+	K, V, CS, QNorm, KNorm Binding
+	RopeDim                int
+	NeoX                   bool
+	Eps                    float32
+}
+
+// freshKVKernel names the attention_flash_rn variant that serves a decode step of m tokens
+// (FreshKV), or "" where none does: one token, the flash kernel for these heads, the
+// fast tier's switch (VKLLM_GPU_ATT_FRESH_KV) on, subgroup sums, and rotated dimensions that
+// are even and within the head.
+func (c *Context) freshKVKernel(m, headDim, nHead, nKV, ropeDim int) string {
+	if m != 1 || c.exact || !c.attFlash || !c.attFreshKV || !c.Info.Features[FeatureSubgroupArith] ||
+		headDim%8 != 0 || headDim > 256 || nKV == 0 || nHead%nKV != 0 || ropeDim%2 != 0 || ropeDim > headDim {
+		return ""
+	}
+	name := flashAttentionKernel(c.flashHeadsPerGroup(nHead, nKV, headDim), headDim)
+	if name == "" {
+		return ""
+	}
+	return strings.Replace(name, "attention_flash_", "attention_flash_rn_", 1)
+}
+
+// AttentionSplitRangesFresh is AttentionSplitRanges; with fresh (a decode step whose
+// freshKVKernel is not "") the attention normalizes and rotates the queries and the step's key
+// itself and stores the step's key and value rows in the caches: no rope_kv_norm before it.
+func (s *Seq) AttentionSplitRangesFresh(fresh *FreshKV, q, k, v, pos, part Binding, headDim, nHead, nKV, m, qStride, ctxLen int, scale float32) int {
 	if headDim%8 != 0 || headDim > 256 || nKV == 0 || nHead%nKV != 0 {
 		s.fail(fmt.Errorf("split attention: head size %d (a multiple of 8, max 256) with %d heads over %d KV heads is unsupported", headDim, nHead, nKV))
 		return 0
@@ -422,6 +466,25 @@ func (s *Seq) AttentionSplitRanges(q, k, v, pos, part Binding, headDim, nHead, n
 		s.Dispatch(kc, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp)),
 			uint32(groups), uint32((tiles+3)/4), uint32(splits), q, k, v, part, pos)
 	} else {
+		if fresh != nil {
+			name := s.c.freshKVKernel(m, headDim, nHead, nKV, fresh.RopeDim)
+			if name == "" || name != strings.Replace(flash, "attention_flash_", "attention_flash_rn_", 1) {
+				s.fail(fmt.Errorf("split attention with the step's keys fresh: no attention_flash_rn kernel for %d tokens, heads of %d over %d KV heads of %d dimensions, %d rotated", m, nHead, nKV, headDim, fresh.RopeDim))
+				return 0
+			}
+			kf := s.kernel(name, 10, 48)
+			if kf == nil {
+				return 0
+			}
+			neox := uint32(0)
+			if fresh.NeoX {
+				neox = 1
+			}
+			s.Dispatch(kf, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp), uint32(s.c.flashMinRange),
+				uint32(fresh.RopeDim), neox, fresh.Eps),
+				uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos, fresh.K, fresh.V, fresh.CS, fresh.QNorm, fresh.KNorm)
+			return splits
+		}
 		if flash != "" {
 			kf := s.kernel(flash, 5, 36)
 			if kf == nil {

@@ -61,6 +61,7 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	// the variant with per-head norms (headNorms, the only one reading them) runs inside
 	// rope_kv_norm where that serves
 	normsInRope := !roped && variant != nil && r.ropeTakesHeadNorms(l, m)
+	fresh := r.freshKV(l, m, normsInRope)
 	if variant != nil && !normsInRope {
 		variant(r, s, l, m)
 		s.Barrier()
@@ -70,15 +71,28 @@ func (r *Resident) attention(s *Seq, l *layerWeights, m int, variant qkVariant) 
 	// A decode step on the int8 products folds the attention merge into the output product's
 	// rounding (quantize_x8 with X8Input.Merge): one stage fewer.
 	if m == 1 && r.attPart != nil && h.HeadDim%4 == 0 && r.takesX8(qd, m, []projection{out}) {
-		if splits := r.attend(s, l, m, true, roped, normsInRope, nil); splits > 0 { // 0: the recording failed; Seq holds the error
+		if splits := r.attend(s, l, m, true, roped, normsInRope, nil, fresh); splits > 0 { // 0: the recording failed; Seq holds the error
 			r.projectX8(s, r.attPart.All(), X8Input{Merge: true, HeadDim: h.HeadDim, Heads: h.Heads, Splits: splits}, qd, m, []projection{out})
 			s.Barrier()
 			r.stamper(s)("attn_out")
 		}
 		return
 	}
-	r.attend(s, l, m, false, roped, normsInRope, nil)
+	r.attend(s, l, m, false, roped, normsInRope, nil, fresh)
 	r.attnOut(s, l, m)
+}
+
+// freshKV returns what a decode step's split attention needs to normalize and rotate the
+// step's queries and key itself and store its key and value rows (VKLLM_GPU_ATT_FRESH_KV), or
+// nil where rope_kv_norm's stage serves: the per-head norms inside the rotation (normsInRope),
+// split attention, and an attention_flash_rn kernel for the heads.
+func (r *Resident) freshKV(l *layerWeights, m int, normsInRope bool) *FreshKV {
+	h := r.h
+	if !normsInRope || r.attPart == nil || r.c.freshKVKernel(m, h.HeadDim, h.Heads, h.HeadsKV, r.ropeDims) == "" {
+		return nil
+	}
+	return &FreshKV{K: r.k.All(), V: r.v.All(), CS: r.ropeCS.All(), QNorm: l.qNorm.buf.All(), KNorm: l.kNorm.buf.All(),
+		RopeDim: r.ropeDims, NeoX: h.Rope.Kind == model.RopeNeoX, Eps: h.NormEps}
 }
 
 // x8RopeKVTypes have matvec_x8's ROPE_KV variant (matvec_x8_<suffix>_rkv).
@@ -119,14 +133,15 @@ func (r *Resident) projectQKVRoped(s *Seq, l *layerWeights, qkv []projection) {
 // attend records the rotation of r.q and r.k and the store of r.k and r.v in the layer's cache
 // at the rows' positions (one rope_kv dispatch, rope_kv_norm with headNormed: the per-head
 // norms of queries and keys first, the queries read from gatedQ where given; nothing where
-// roped says the products did it), then causal
+// roped says the products did it, nor with fresh: the split attention does that work itself),
+// then causal
 // attention into r.att; with partials, split attention's ranges only, left in r.attPart for
 // the caller to merge, and it returns their count per (head, token).
-func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials, roped, headNormed bool, gatedQ *Binding) (splits int) {
+func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials, roped, headNormed bool, gatedQ *Binding, fresh *FreshKV) (splits int) {
 	h := r.h
 	qd, kd, vd := h.QDim(), h.KDim(), h.VDim()
 	stamp := r.stamper(s)
-	if !roped {
+	if !roped && fresh == nil {
 		neox := h.Rope.Kind == model.RopeNeoX
 		if headNormed && gatedQ != nil {
 			s.RopeKVNormGated(*gatedQ, r.q.All(), r.k.All(), r.v.All(), r.ropeCS.All(), l.kCache.All(), l.vCache.All(), r.pos.All(),
@@ -144,9 +159,9 @@ func (r *Resident) attend(s *Seq, l *layerWeights, m int, partials, roped, headN
 	scale := float32(1 / math.Sqrt(float64(h.HeadDim)))
 	switch {
 	case partials:
-		splits = s.AttentionSplitRanges(r.q.All(), l.kCache.All(), l.vCache.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, r.ctxLen, scale)
+		splits = s.AttentionSplitRangesFresh(fresh, r.q.All(), l.kCache.All(), l.vCache.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, r.ctxLen, scale)
 	case r.attPart != nil:
-		s.AttentionSplit(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, r.ctxLen, scale)
+		s.AttentionSplitFresh(fresh, r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), r.attPart.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, r.ctxLen, scale)
 	default:
 		s.Attention(r.q.All(), l.kCache.All(), l.vCache.All(), r.att.All(), r.pos.All(), h.HeadDim, h.Heads, h.HeadsKV, m, qd, qd, scale)
 	}

@@ -224,7 +224,8 @@ func maxAbsDiff(a, b []float32) float64 {
 func TestHeadNormsRunInsideRopeKV(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
-	defer func(on bool) { c.ropeNorms = on }(c.ropeNorms)
+	defer func(on, fresh bool) { c.ropeNorms, c.attFreshKV = on, fresh }(c.ropeNorms, c.attFreshKV)
+	c.attFreshKV = false // the stage this test measures: VKLLM_GPU_ATT_FRESH_KV takes it out
 	for _, tc := range []struct {
 		arch       string
 		attnLayers int
