@@ -38,15 +38,8 @@
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = 128) in;
 layout(std430, binding = 0) readonly buffer Qb { float q[]; };
-#ifdef FRESH_KV
-layout(std430, binding = 1) buffer Kb { uvec4 kc4[]; };
-layout(std430, binding = 1) buffer KWb { uint kcw[]; };
-layout(std430, binding = 2) buffer Vb { uvec4 vc4[]; };
-layout(std430, binding = 2) buffer VWb { uint vcw[]; };
-#else
 layout(std430, binding = 1) readonly buffer Kb { uvec4 kc4[]; };
 layout(std430, binding = 2) readonly buffer Vb { uvec4 vc4[]; };
-#endif
 layout(std430, binding = 3) writeonly buffer Tb { float part[]; };
 layout(std430, binding = 4) readonly buffer Pb { uint pos[]; };
 #ifdef FRESH_KV
@@ -55,6 +48,10 @@ layout(std430, binding = 6) readonly buffer VRb { float vRaw[]; }; // its value 
 layout(std430, binding = 7) readonly buffer Cb { float cs[]; };    // the step's (cos, sin) pairs
 layout(std430, binding = 8) readonly buffer QNb { float qn[]; };   // the query heads' norm weight
 layout(std430, binding = 9) readonly buffer KNb { float kn[]; };   // the key heads'
+// the caches again (bindings 1 and 2 are the same buffers), for the store of the step's row:
+// no workgroup of this dispatch reads that row from them, so the reads stay read-only loads
+layout(std430, binding = 10) writeonly buffer KWb { uint kcw[]; };
+layout(std430, binding = 11) writeonly buffer VWb { uint vcw[]; };
 #endif
 layout(push_constant) uniform P {
     uint headDim; uint nHead; uint nKV; uint M; uint qStride; float scale; uint nSplit; uint hp;
@@ -82,41 +79,37 @@ shared float kh[256];              // the token's key head, normalized
 shared uvec4 kNew4[32], vNew4[32]; // the token's key and value rows of this KV head, f16 pairs
 shared float normSS[16u * (MAXHP + 1u)]; // per subgroup: each query head's sum of squares, then the key's
 
-// ropeAt names the pair that element j of a head rotates in (a and b, j's place first or not)
-// and its (cos, sin), as rope_rotate.glsl does for token 0.
-void ropeAt(uint j, out uint a, out uint b, out bool first, out float c, out float s) {
-    uint half_ = p.ropeDim / 2u, i;
-    if (p.neox != 0u) {
-        first = j < half_;
-        i = first ? j : j - half_;
-        a = i;
-        b = i + half_;
-    } else {
-        first = (j & 1u) == 0u;
-        i = j / 2u;
-        a = 2u * i;
-        b = a + 1u;
-    }
-    c = cs[2u * i];
-    s = cs[2u * i + 1u];
+// ropeIndex is the rotation pair of element j (< ropeDim) of a head.
+uint ropeIndex(uint j) {
+    uint half_ = p.ropeDim / 2u;
+    return p.neox != 0u ? (j < half_ ? j : j - half_) : j / 2u;
 }
 
-// rotatedQ is element j of the normalized query head in qs at base, rotated.
-float rotatedQ(uint base, uint j) {
+// ropeRot is element j of a normalized head (its element j x, its pair's other element y)
+// rotated by cs = (cos, sin), as rope_rotate.glsl rotates it.
+float ropeRot(uint j, float x, float y, vec2 cs2) {
+    bool first = p.neox != 0u ? j < p.ropeDim / 2u : (j & 1u) == 0u;
+    vec2 rot = first ? ropePair(x, y, cs2.x, cs2.y) : ropePair(y, x, cs2.x, cs2.y);
+    return first ? rot.x : rot.y;
+}
+
+// partner is the other element of j's rotation pair.
+uint partner(uint j) {
+    uint half_ = p.ropeDim / 2u;
+    if (p.neox != 0u) return j < half_ ? j + half_ : j - half_;
+    return j ^ 1u;
+}
+
+// rotatedQ is element j of the normalized query head in qs at base, rotated by cs2.
+float rotatedQ(uint base, uint j, vec2 cs2) {
     if (j >= p.ropeDim) return qs[base + j];
-    uint a, b; bool first; float c, s;
-    ropeAt(j, a, b, first, c, s);
-    vec2 rot = ropePair(qs[base + a], qs[base + b], c, s);
-    return first ? rot.x : rot.y;
+    return ropeRot(j, qs[base + j], qs[base + partner(j)], cs2);
 }
 
-// rotatedK is element j of the normalized key head in kh, rotated.
-float rotatedK(uint j) {
+// rotatedK is element j of the normalized key head in kh, rotated by cs2.
+float rotatedK(uint j, vec2 cs2) {
     if (j >= p.ropeDim) return kh[j];
-    uint a, b; bool first; float c, s;
-    ropeAt(j, a, b, first, c, s);
-    vec2 rot = ropePair(kh[a], kh[b], c, s);
-    return first ? rot.x : rot.y;
+    return ropeRot(j, kh[j], kh[partner(j)], cs2);
 }
 #endif
 
@@ -149,28 +142,45 @@ void main() {
         return;
     }
 
+#ifndef FRESH_KV
     for (uint i = tid; i < hp * hd; i += 128u) {
         uint hh = i / hd, d = i % hd;
         qs[i] = q[t * p.qStride + (h0 + hh) * hd + d];
     }
-#ifdef FRESH_KV
+#else
     uint p0 = pos[0]; // M = 1: the token's own position, the range's last when this range holds it
     bool holdsNew = start <= p0 && p0 < end; // uniform over the workgroup
+    // every global load first, so their latencies overlap: this thread's query elements
+    // tid + 128c with their norm weights and rotation pairs, and (holdsNew) the key and value
+    // pair 2·tid, 2·tid + 1 with theirs
+    float xq[QPT], gq[QPT];
+    vec2 csq[QPT];
+    [[unroll]] for (uint c = 0u; c < QPT; c++) {
+        uint i = tid + 128u * c, j = i % hd;
+        bool has = i < hp * hd;
+        xq[c] = has ? q[t * p.qStride + h0 * hd + i] : 0.0;
+        gq[c] = has ? qn[j] : 0.0;
+        csq[c] = has && j < p.ropeDim ? vec2(cs[2u * ropeIndex(j)], cs[2u * ropeIndex(j) + 1u]) : vec2(1.0, 0.0);
+    }
+    uint e = 2u * tid;
+    bool ownsPair = holdsNew && e < hd;
+    vec2 xk = vec2(0.0), gk = vec2(0.0), xv = vec2(0.0);
+    vec4 csk = vec4(1.0, 0.0, 1.0, 0.0);
+    if (ownsPair) {
+        xk = vec2(kRaw[kvh * hd + e], kRaw[kvh * hd + e + 1u]);
+        xv = vec2(vRaw[kvh * hd + e], vRaw[kvh * hd + e + 1u]);
+        gk = vec2(kn[e], kn[e + 1u]);
+        if (e < p.ropeDim) csk.xy = vec2(cs[2u * ropeIndex(e)], cs[2u * ropeIndex(e) + 1u]);
+        if (e + 1u < p.ropeDim) csk.zw = vec2(cs[2u * ropeIndex(e + 1u)], cs[2u * ropeIndex(e + 1u) + 1u]);
+    }
     {
         float ss[MAXHP + 1u];
         [[unroll]] for (uint hh = 0u; hh <= MAXHP; hh++) ss[hh] = 0.0;
-        for (uint i = tid; i < hp * hd; i += 128u) {
-            uint head = i / hd;
-            float x = qs[i];
-            [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) if (hh == head) ss[hh] += x * x;
+        [[unroll]] for (uint c = 0u; c < QPT; c++) {
+            uint head = (tid + 128u * c) / hd;
+            [[unroll]] for (uint hh = 0u; hh < MAXHP; hh++) if (hh == head) ss[hh] += xq[c] * xq[c];
         }
-        if (holdsNew) {
-            for (uint d = tid; d < hd; d += 128u) {
-                float x = kRaw[kvh * hd + d];
-                kh[d] = x;
-                ss[MAXHP] += x * x;
-            }
-        }
+        ss[MAXHP] = xk.x * xk.x + xk.y * xk.y;
         [[unroll]] for (uint hh = 0u; hh <= MAXHP; hh++) {
             float sum = subgroupAdd(ss[hh]);
             if (subgroupElect()) normSS[gl_SubgroupID * (MAXHP + 1u) + hh] = sum;
@@ -184,33 +194,32 @@ void main() {
             for (uint g = 0u; g < gl_NumSubgroups; g++) total += normSS[g * (MAXHP + 1u) + hh];
             sc[hh] = inversesqrt(total / float(hd) + p.eps);
         }
-        for (uint i = tid; i < hp * hd; i += 128u) {
-            uint head = i / hd;
+        [[unroll]] for (uint c = 0u; c < QPT; c++) {
+            uint i = tid + 128u * c, head = i / hd;
             float f = sc[0];
             [[unroll]] for (uint hh = 1u; hh < MAXHP; hh++) if (hh == head) f = sc[hh];
-            qs[i] = qs[i] * f * qn[i % hd];
+            if (i < hp * hd) qs[i] = xq[c] * f * gq[c];
         }
-        if (holdsNew) {
-            for (uint d = tid; d < hd; d += 128u) kh[d] = kh[d] * sc[MAXHP] * kn[d];
+        if (ownsPair) {
+            kh[e] = xk.x * sc[MAXHP] * gk.x;
+            kh[e + 1u] = xk.y * sc[MAXHP] * gk.y;
         }
     }
     barrier();
     float rq[QPT];
     [[unroll]] for (uint c = 0u; c < QPT; c++) {
         uint i = tid + 128u * c;
-        rq[c] = i < hp * hd ? rotatedQ((i / hd) * hd, i % hd) : 0.0;
+        rq[c] = i < hp * hd ? rotatedQ((i / hd) * hd, i % hd, csq[c]) : 0.0;
     }
-    if (holdsNew) {
-        for (uint e = 2u * tid; e < hd; e += 256u) { // a pair of halves: one 32-bit word
-            uint kw2 = packHalf2x16(vec2(roundHalf(rotatedK(e)), roundHalf(rotatedK(e + 1u))));
-            uint vw2 = packHalf2x16(vec2(roundHalf(vRaw[kvh * hd + e]), roundHalf(vRaw[kvh * hd + e + 1u])));
-            kNew4[e / 8u][(e / 2u) % 4u] = kw2;
-            vNew4[e / 8u][(e / 2u) % 4u] = vw2;
-            if (gl_WorkGroupID.x % perKV == 0u) { // one workgroup a KV head stores the row
-                uint at = (p0 * p.nKV * hd + kvh * hd + e) / 2u;
-                kcw[at] = kw2;
-                vcw[at] = vw2;
-            }
+    if (ownsPair) {
+        uint kw2 = packHalf2x16(vec2(roundHalf(rotatedK(e, csk.xy)), roundHalf(rotatedK(e + 1u, csk.zw))));
+        uint vw2 = packHalf2x16(vec2(roundHalf(xv.x), roundHalf(xv.y)));
+        kNew4[e / 8u][(e / 2u) % 4u] = kw2;
+        vNew4[e / 8u][(e / 2u) % 4u] = vw2;
+        if (gl_WorkGroupID.x % perKV == 0u) { // one workgroup a KV head stores the row
+            uint at = (p0 * p.nKV * hd + kvh * hd + e) / 2u;
+            kcw[at] = kw2;
+            vcw[at] = vw2;
         }
     }
     barrier();

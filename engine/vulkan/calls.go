@@ -56,7 +56,7 @@ static const char* vklc_init(void) {
 	return NULL;
 }
 
-#define VKLC_MAX_BINDINGS 10
+#define VKLC_MAX_BINDINGS 12
 
 // vklc_create_storage_layout makes a set layout of n storage buffers (bindings 0..n-1, compute
 // stage) and a pipeline layout of that one set and pushBytes of push constants.

@@ -472,7 +472,7 @@ func (s *Seq) AttentionSplitRangesFresh(fresh *FreshKV, q, k, v, pos, part Bindi
 				s.fail(fmt.Errorf("split attention with the step's keys fresh: no attention_flash_rn kernel for %d tokens, heads of %d over %d KV heads of %d dimensions, %d rotated", m, nHead, nKV, headDim, fresh.RopeDim))
 				return 0
 			}
-			kf := s.kernel(name, 10, 48)
+			kf := s.kernel(name, 12, 48)
 			if kf == nil {
 				return 0
 			}
@@ -482,7 +482,7 @@ func (s *Seq) AttentionSplitRangesFresh(fresh *FreshKV, q, k, v, pos, part Bindi
 			}
 			s.Dispatch(kf, Push(uint32(headDim), uint32(nHead), uint32(nKV), uint32(m), uint32(qStride), scale, uint32(splits), uint32(hp), uint32(s.c.flashMinRange),
 				uint32(fresh.RopeDim), neox, fresh.Eps),
-				uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos, fresh.K, fresh.V, fresh.CS, fresh.QNorm, fresh.KNorm)
+				uint32(groups), uint32(m), uint32(splits), q, k, v, part, pos, fresh.K, fresh.V, fresh.CS, fresh.QNorm, fresh.KNorm, k, v)
 			return splits
 		}
 		if flash != "" {

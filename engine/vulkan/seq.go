@@ -179,7 +179,7 @@ type Seq struct {
 const setsPerPool = 256
 
 // maxBindings is the most storage buffers one kernel binds (calls.go's VKLC_MAX_BINDINGS).
-const maxBindings = 10
+const maxBindings = 12
 
 // NewSeq begins a command buffer.
 func (c *Context) NewSeq() (*Seq, error) {
