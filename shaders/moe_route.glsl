@@ -64,11 +64,127 @@ uint rankKey(float v, bool present) {
     return (u >> 31) != 0u ? ~u : (u | 0x80000000u);
 }
 
+#ifdef ROUTE_ONE_SUBGROUP
+// SG_PER is the most experts a lane holds in routeOneSubgroup.
+const uint SG_PER = 16u;
+
+// routeOneSubgroup is routeToken by the first subgroup alone, where its lanes hold every
+// expert (NE <= 16 lanes' worth, USED <= its lanes): the same keys, the same choice (the
+// largest key, the lower index on a tie) and the same weights' arithmetic, but each choice is
+// two subgroup reductions with no barrier between choices (with two or more subgroups holding
+// experts, every choice waits at a barrier for the other subgroups' candidates: ~8 µs for 8 of
+// 128 experts on an H100, a serial stage of every MoE layer's decode step). Lane l holds
+// experts l, l + L, ... (L: the subgroup size). The softmax's sum is a subgroup sum (another
+// order than the workgroup's: the weights may differ from it in the last bit).
+void routeOneSubgroup(uint t, bool write) {
+    uint L = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
+    float prob[SG_PER];
+    [[unroll]] for (uint k = 0u; k < SG_PER; k++) {
+        uint i = lane + L * k;
+        prob[k] = i < R_NE ? logits[t * R_NE + i] : 0.0;
+    }
+    if (R_GATING == 1u) {
+        float mx = -1.0 / 0.0;
+        [[unroll]] for (uint k = 0u; k < SG_PER; k++) {
+            if (lane + L * k < R_NE) mx = max(mx, prob[k]);
+        }
+        mx = subgroupMax(mx);
+        float sum = 0.0;
+        [[unroll]] for (uint k = 0u; k < SG_PER; k++) {
+            if (lane + L * k < R_NE) {
+                precise float d = prob[k] - mx;
+                prob[k] = expExact(d);
+                sum += prob[k];
+            }
+        }
+        float inv = divExact(1.0, subgroupAdd(sum));
+        [[unroll]] for (uint k = 0u; k < SG_PER; k++) {
+            precise float v = prob[k] * inv;
+            prob[k] = v;
+        }
+    } else if (R_GATING == 2u) {
+        [[unroll]] for (uint k = 0u; k < SG_PER; k++) {
+            if (lane + L * k < R_NE) {
+                precise float d = 1.0 + expExact(-prob[k]);
+                prob[k] = divExact(1.0, d);
+            }
+        }
+    }
+    uint key[SG_PER]; // 0 once taken (or never present)
+    [[unroll]] for (uint k = 0u; k < SG_PER; k++) key[k] = rankKey(prob[k], lane + L * k < R_NE);
+    for (uint j = 0u; j < R_USED; j++) {
+        uint bk = 0u, bi = 0xffffffffu, bkk = 0u; // this lane's best untaken expert (ascending k: ties keep the lower index)
+        float bp = 0.0;
+        [[unroll]] for (uint k = 0u; k < SG_PER; k++) {
+            if (key[k] > bk) {
+                bk = key[k];
+                bi = lane + L * k;
+                bp = prob[k];
+                bkk = k;
+            }
+        }
+        uint sk = subgroupMax(bk);
+        uint choice = subgroupMin(bk == sk ? bi : 0xffffffffu);
+        if (bi == choice) { // the owner marks it and hands its probability over
+            [[unroll]] for (uint k = 0u; k < SG_PER; k++) if (k == bkk) key[k] = 0u;
+            sel[j] = choice;
+            selP[j] = bp;
+        }
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier(); // sel and selP hold every choice
+    // the weights as routeToken makes them, lane j taking choice j
+    bool mine = lane < R_USED;
+    float w = mine ? selP[lane] : 0.0;
+    if (R_GATING == 3u) {
+        float mx = selP[0];
+        for (uint j = 1u; j < R_USED; j++) mx = max(mx, selP[j]);
+        if (mine) {
+            precise float d = w - mx;
+            w = expExact(d);
+        }
+        subgroupBarrier(); // every lane has read selP
+        if (mine) selP[lane] = w;
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        float sum = 0.0;
+        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
+        float inv = divExact(1.0, sum);
+        precise float v = w * inv;
+        w = v;
+    }
+    if (R_NORM != 0u) {
+        subgroupBarrier(); // every lane has read selP
+        if (mine) selP[lane] = w;
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        float sum = 0.0;
+        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
+        float total = max(sum, 6.103515625e-5);
+        w = divExact(w, total);
+    }
+    if (mine && write) {
+        precise float v = R_SCALE == 1.0 ? w : w * R_SCALE;
+        ids[t * R_USED + lane] = sel[lane];
+        wts[t * R_USED + lane] = v;
+    }
+}
+
+#endif
+
 // routeToken chooses token t's experts into sel (every choice, best first, once it returns)
 // and, with write, writes the choice and weights to ids and wts from t·USED; every thread of
 // the workgroup calls it (tid: its index; those from THREADS on hold no expert, so a larger
-// workgroup chooses as THREADS threads do, its extra subgroups adding identities).
+// workgroup chooses as THREADS threads do, its extra subgroups adding identities). Where one
+// subgroup can hold every expert, it alone chooses (routeOneSubgroup, ROUTE_ONE_SUBGROUP).
 void routeToken(uint t, uint tid, bool write) {
+#ifdef ROUTE_ONE_SUBGROUP
+    if (gl_SubgroupSize >= 8u && gl_SubgroupSize <= THREADS && R_NE <= SG_PER * gl_SubgroupSize && R_USED <= gl_SubgroupSize) { // uniform
+        if (gl_SubgroupID == 0u) routeOneSubgroup(t, write);
+        barrier(); // sel holds every choice for the whole workgroup
+        return;
+    }
+#endif
     uint held = tid < THREADS ? R_NE : 0u; // experts below this index are the thread's to hold
     float prob[PER];
     [[unroll]] for (uint k = 0u; k < PER; k++) {

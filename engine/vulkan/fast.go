@@ -55,6 +55,7 @@ func (c *Context) selectNumericTier() {
 	c.ropeFold = config.GPURopeFold.Bool()
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.attFreshKV = config.GPUAttFreshKV.Bool()
+	c.routeSubgroup = config.GPURouteSubgroup.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()
 	c.argmaxWide = config.GPUArgmaxWide.Bool()
 	c.chain = config.GPUChain.Bool()

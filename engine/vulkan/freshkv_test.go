@@ -163,3 +163,56 @@ func TestDecodeAttentionTakesTheStepsKeysFresh(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFreshKVAttention times a qwen3moe layer's decode attention (32 query heads of 128
+// over 4 KV heads, a 4096-position context) at several positions three ways: rope_kv_norm then
+// attention_flash (two stages), attention_flash_rn (one), and attention_flash alone (the
+// floor). Run on a real GPU: -test.run '^$' -test.bench FreshKVAttention -test.benchtime 3x.
+func BenchmarkFreshKVAttention(b *testing.B) {
+	c := ctxOrSkip(b)
+	if c.Info.Type == "cpu" {
+		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
+	}
+	if c.exact || c.freshKVKernel(1, 128, 32, 4, 128) == "" {
+		b.Skipf("%s: no attention_flash_rn here", c.Info.Name)
+	}
+	const headDim, nHead, nKV, ctx, reps = 128, 32, 4, 4096, 32
+	qd, kd := nHead*headDim, nKV*headDim
+	rng := rand.New(rand.NewSource(9))
+	cache := make([]uint32, ctx*kd/2)
+	for i := range cache {
+		cache[i] = packF16Pair(float32(rng.NormFloat64()), float32(rng.NormFloat64()))
+	}
+	cacheBytes := func() *Buffer {
+		out := make([]byte, 4*len(cache))
+		for i, w := range cache {
+			out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(w), byte(w>>8), byte(w>>16), byte(w>>24)
+		}
+		return benchBuffer(b, c, out)
+	}
+	kc, vc := cacheBytes(), cacheBytes()
+	q, k, v := benchBuffer(b, c, f32Bytes(randVec(rng, qd, 2))), benchBuffer(b, c, f32Bytes(randVec(rng, kd, 2))), benchBuffer(b, c, f32Bytes(randVec(rng, kd, 1)))
+	qRoped := benchBuffer(b, c, f32Bytes(randVec(rng, qd, 2)))
+	qn, kn := benchBuffer(b, c, f32Bytes(randVec(rng, headDim, 1))), benchBuffer(b, c, f32Bytes(randVec(rng, headDim, 1)))
+	part := benchBuffer(b, c, make([]byte, 4*c.attentionPartialFloats(1, nHead, nKV, headDim, ctx)))
+	scale := float32(1 / math.Sqrt(headDim))
+	for _, p0 := range []int{100, 1000, 4000} {
+		angles := make([]float32, headDim)
+		RopeAngles(angles, p0, 1, headDim, 1e6, 1, nil)
+		cs, pos := benchBuffer(b, c, f32Bytes(angles)), benchBuffer(b, c, []byte{byte(p0), byte(p0 >> 8), 0, 0})
+		two := bestNsPerRep(b, c, reps, func(s *Seq) {
+			s.RopeKVNorm(qRoped.All(), k.All(), v.All(), cs.All(), kc.All(), vc.All(), pos.All(), qn.All(), kn.All(), headDim, nHead, 1, headDim, true, qd, kd, kd, 1e-6)
+			s.Barrier()
+			s.AttentionSplitRanges(qRoped.All(), kc.All(), vc.All(), pos.All(), part.All(), headDim, nHead, nKV, 1, qd, ctx, scale)
+		})
+		one := bestNsPerRep(b, c, reps, func(s *Seq) {
+			fresh := &FreshKV{K: k.All(), V: v.All(), CS: cs.All(), QNorm: qn.All(), KNorm: kn.All(), RopeDim: headDim, NeoX: true, Eps: 1e-6}
+			s.AttentionSplitRangesFresh(fresh, q.All(), kc.All(), vc.All(), pos.All(), part.All(), headDim, nHead, nKV, 1, qd, ctx, scale)
+		})
+		alone := bestNsPerRep(b, c, reps, func(s *Seq) {
+			s.AttentionSplitRanges(qRoped.All(), kc.All(), vc.All(), pos.All(), part.All(), headDim, nHead, nKV, 1, qd, ctx, scale)
+		})
+		fmt.Printf("decode attention at position %d: rope_kv_norm then attention_flash %.2f us, attention_flash_rn %.2f us, attention_flash alone %.2f us (each with its barrier)\n",
+			p0, two/1e3, one/1e3, alone/1e3)
+	}
+}

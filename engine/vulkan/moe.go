@@ -31,7 +31,7 @@ func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating mo
 		s.fail(fmt.Errorf("moe route for %d tokens: %w", m, cmp.Or(err, errors.New("no token"))))
 		return
 	}
-	kern := s.kernel("moe_route", 3, 24)
+	kern := s.kernel(s.c.routeKernel("moe_route"), 3, 24)
 	if kern == nil {
 		return
 	}
@@ -57,7 +57,7 @@ func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, exp
 		s.fail(fmt.Errorf("router and route: %d rows of %d, %d used: a binding is too small", experts, k, used))
 		return
 	}
-	kern := s.kernel("router_route_f32", 7, 28)
+	kern := s.kernel(s.c.routeKernel("router_route_f32"), 7, 28)
 	if kern == nil {
 		return
 	}
@@ -67,6 +67,16 @@ func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, exp
 	rows := s.c.subgroupsPerWorkgroup() // a row per subgroup, as matvec_norm_f32
 	s.Dispatch(kern, Push(uint32(k), uint32(experts), eps, uint32(used), uint32(gating), norm, scale), uint32((experts+rows-1)/rows), 1, 1,
 		w, x, g, logits, ids, wts, arrivals)
+}
+
+// routeKernel names the variant of a routing kernel (moe_route, router_route_f32) this context
+// takes: its _1sg variant, where the first subgroup alone chooses when it can hold every expert
+// (no barrier between choices; VKLLM_GPU_ROUTE_SUBGROUP), or the kernel itself.
+func (c *Context) routeKernel(name string) string {
+	if c.routeSubgroup {
+		return name + "_1sg"
+	}
+	return name
 }
 
 // checkRouting reports why moe_route's choice (moe_route.glsl) cannot route used of experts

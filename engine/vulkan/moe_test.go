@@ -79,9 +79,25 @@ func routeRef(logits []float64, used int, gating model.Gating, norm bool, scale 
 // order, and their weights agree within 1e-6 relative: over 8 to 512 experts, 1 to 10 used, every gating with and without renormalisation and a scale, a single token and a
 // batch. Token 1 of each batch repeats some logits exactly, so equal probabilities must go to
 // the lower index as engine/cpu's topK sends them. The logits are spread (σ = 2) so the
-// reference's top-k has no near-ties the f32 arithmetic could reorder.
+// reference's top-k has no near-ties the f32 arithmetic could reorder. Both routes: the
+// workgroup's, a barrier a choice, and the one subgroup's where its lanes hold every expert
+// (moe_route_1sg, VKLLM_GPU_ROUTE_SUBGROUP; on lavapipe's 8 lanes up to 128 experts, the
+// larger cases take the workgroup's path inside it).
 func TestMoERouteSelectsTheReferenceExpertsAndWeights(t *testing.T) {
 	c := ctxOrSkip(t)
+	defer func(on bool) { c.routeSubgroup = on }(c.routeSubgroup)
+	for _, oneSubgroup := range []bool{false, true} {
+		c.routeSubgroup = oneSubgroup
+		kernel := c.routeKernel("moe_route")
+		forgetKernels(c, kernel)
+		testMoERouteAgainstReference(t, c, kernel)
+		if _, made := c.kernels[kernel]; !made {
+			t.Fatalf("%s was not made", kernel)
+		}
+	}
+}
+
+func testMoERouteAgainstReference(t *testing.T, c *Context, kernel string) {
 	for _, tc := range []struct {
 		experts, used, m int
 		gating           model.Gating
@@ -99,7 +115,7 @@ func TestMoERouteSelectsTheReferenceExpertsAndWeights(t *testing.T) {
 		{256, 8, 5, model.GatingSoftmax, true, 1},  // Qwen3.5/3.6-MoE's 256
 		{512, 10, 3, model.GatingSigmoid, true, 1}, // the most moe_route holds
 	} {
-		name := fmt.Sprintf("e%d/k%d/tokens%d/%v/norm%v/scale%g", tc.experts, tc.used, tc.m, tc.gating, tc.norm, tc.scale)
+		name := fmt.Sprintf("%s/e%d/k%d/tokens%d/%v/norm%v/scale%g", kernel, tc.experts, tc.used, tc.m, tc.gating, tc.norm, tc.scale)
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(tc.experts*100 + tc.used*10 + tc.m)))
 			logits := randVec(rng, tc.m*tc.experts, 2)

@@ -120,7 +120,7 @@ func TestMoEDecodeRouterRoutes(t *testing.T) {
 	defer func(x8, norm, on bool) { c.x8, c.routerNorm, c.routerRoute = x8, norm, on }(c.x8, c.routerNorm, c.routerRoute)
 	c.x8, c.routerNorm = true, true
 	m := loadTiny(t, "", "qwen3moe", quant.Q4_K, 9)
-	logits, barriers := decodeSwitched(t, c, m, "router_route_f32", func(on bool) { c.routerRoute = on })
+	logits, barriers := decodeSwitched(t, c, m, c.routeKernel("router_route_f32"), func(on bool) { c.routerRoute = on })
 	if d := barriers[false] - barriers[true]; d != len(m.Layers) {
 		t.Errorf("the decode step has %d barriers with the router routing, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
 	}
