@@ -10,7 +10,7 @@ import (
 )
 
 // A decode step's split attention with the step's queries and key fresh from their products
-// (AttentionSplitRangesFresh, attention_flash_rn_*) makes what rope_kv_norm then
+// (AttentionSplitRangesFresh, attention_flash_rn_*, VKLLM_GPU_ATT_FRESH_KV) makes what rope_kv_norm then
 // attention_flash make, within f32 rounding: every partial (each range's maximum, sum and
 // unnormalized output) within 1e-4 relative to max(1, |ref|) (the two sum a head's squares in
 // different orders, and a key half may land one f16 step apart), the step's key row within one
@@ -21,6 +21,8 @@ import (
 func TestFreshKVAttentionMatchesRopeKVNormThenAttention(t *testing.T) {
 	c := ctxOrSkip(t)
 	withTier(t, c, false)
+	defer func(on bool) { c.attFreshKV = on }(c.attFreshKV)
+	c.attFreshKV = true
 	if c.freshKVKernel(1, 64, 8, 2, 64) == "" {
 		t.Skipf("%s: no attention_flash (subgroup shuffles and arithmetic) or VKLLM_GPU_ATT_FRESH_KV=0, so no attention_flash_rn", c.Info.Name)
 	}
@@ -173,6 +175,8 @@ func BenchmarkFreshKVAttention(b *testing.B) {
 	if c.Info.Type == "cpu" {
 		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
 	}
+	defer func(on bool) { c.attFreshKV = on }(c.attFreshKV)
+	c.attFreshKV = true
 	if c.exact || c.freshKVKernel(1, 128, 32, 4, 128) == "" {
 		b.Skipf("%s: no attention_flash_rn here", c.Info.Name)
 	}

@@ -79,10 +79,10 @@ func routeRef(logits []float64, used int, gating model.Gating, norm bool, scale 
 // order, and their weights agree within 1e-6 relative: over 8 to 512 experts, 1 to 10 used, every gating with and without renormalisation and a scale, a single token and a
 // batch. Token 1 of each batch repeats some logits exactly, so equal probabilities must go to
 // the lower index as engine/cpu's topK sends them. The logits are spread (σ = 2) so the
-// reference's top-k has no near-ties the f32 arithmetic could reorder. Both routes: the
-// workgroup's, a barrier a choice, and the one subgroup's where its lanes hold every expert
-// (moe_route_1sg, VKLLM_GPU_ROUTE_SUBGROUP; on lavapipe's 8 lanes up to 128 experts, the
-// larger cases take the workgroup's path inside it).
+// reference's top-k has no near-ties the f32 arithmetic could reorder. Both routes, whatever
+// the default: the workgroup's, a barrier a choice, and the one subgroup's where its lanes
+// hold every expert (moe_route_1sg, VKLLM_GPU_ROUTE_SUBGROUP; on lavapipe's 8 lanes up to 128
+// experts, the larger cases take the workgroup's path inside it).
 func TestMoERouteSelectsTheReferenceExpertsAndWeights(t *testing.T) {
 	c := ctxOrSkip(t)
 	defer func(on bool) { c.routeSubgroup = on }(c.routeSubgroup)

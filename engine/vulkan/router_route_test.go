@@ -16,11 +16,21 @@ import (
 // bit for bit, at Qwen3-30B-A3B's router (2048 wide, 128 experts, 8 used) with ties among the
 // largest logits (duplicated router rows), a row wider than the shared memory keeps (4096),
 // and each gating. Two dispatches in one command check that the arrival count is left at 0.
+// Both routes (VKLLM_GPU_ROUTE_SUBGROUP off and on: router_route_f32 against moe_route, the
+// _1sg variants against each other).
 func TestRouterRouteEqualsProductThenRoute(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureSubgroupArith] {
 		t.Skipf("%s: no subgroup arithmetic, so no router_route_f32", c.Info.Name)
 	}
+	defer func(on bool) { c.routeSubgroup = on }(c.routeSubgroup)
+	for _, oneSubgroup := range []bool{false, true} {
+		c.routeSubgroup = oneSubgroup
+		testRouterRouteEqualsProductThenRoute(t, c)
+	}
+}
+
+func testRouterRouteEqualsProductThenRoute(t *testing.T, c *Context) {
 	for _, tc := range []struct {
 		k, experts, used int
 		gating           model.Gating
@@ -34,7 +44,7 @@ func TestRouterRouteEqualsProductThenRoute(t *testing.T) {
 		{4096, 60, 6, model.GatingSoftmaxSelected, true, 1, true},
 		{512, 60, 4, model.GatingSoftmax, false, 1, false},
 	} {
-		t.Run(fmt.Sprintf("k%d/e%d/u%d/%v/norm%v/tie%v", tc.k, tc.experts, tc.used, tc.gating, tc.norm, tc.tie), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/k%d/e%d/u%d/%v/norm%v/tie%v", c.routeKernel("router_route_f32"), tc.k, tc.experts, tc.used, tc.gating, tc.norm, tc.tie), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(tc.k + tc.experts*10 + tc.used)))
 			w, g, x0 := randVec(rng, tc.k*tc.experts, 0.05), randVec(rng, tc.k, 1), randVec(rng, tc.k, 3)
 			if tc.tie {
