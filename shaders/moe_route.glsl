@@ -64,6 +64,59 @@ uint rankKey(float v, bool present) {
     return (u >> 31) != 0u ? ~u : (u | 0x80000000u);
 }
 
+// routeSync orders the route's shared-memory writes before the reads that follow: among the
+// workgroup's threads (a barrier), or within the one subgroup that routes (sub).
+void routeSync(bool sub) {
+    if (sub) {
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+    } else {
+        barrier();
+    }
+}
+
+// routeWeights makes the weights of the choices in sel and selP and, with write, writes
+// choices and weights to ids and wts from t·USED: thread (or lane) me < USED takes choice me.
+// Every sum runs over the choices in order (j = 0, 1, ..), the same f32 operations the CPU's
+// route makes, each thread reading them from shared memory: one exp and one or two divisions a
+// thread instead of USED of each in one thread. Every thread of the workgroup calls it, or
+// with sub every lane of the one subgroup that chose.
+void routeWeights(uint t, uint me, bool write, bool sub) {
+    routeSync(sub); // sel and selP hold every choice
+    bool mine = me < R_USED;
+    float w = mine ? selP[me] : 0.0;
+    if (R_GATING == 3u) {
+        float mx = selP[0];
+        for (uint j = 1u; j < R_USED; j++) mx = max(mx, selP[j]);
+        if (mine) {
+            precise float d = w - mx;
+            w = expExact(d);
+        }
+        routeSync(sub); // every thread has read selP
+        if (mine) selP[me] = w;
+        routeSync(sub);
+        float sum = 0.0;
+        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
+        float inv = divExact(1.0, sum);
+        precise float v = w * inv;
+        w = v;
+    }
+    if (R_NORM != 0u) {
+        routeSync(sub); // every thread has read selP
+        if (mine) selP[me] = w;
+        routeSync(sub);
+        float sum = 0.0;
+        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
+        float total = max(sum, 6.103515625e-5);
+        w = divExact(w, total);
+    }
+    if (mine && write) {
+        precise float v = R_SCALE == 1.0 ? w : w * R_SCALE;
+        ids[t * R_USED + me] = sel[me];
+        wts[t * R_USED + me] = v;
+    }
+}
+
 #ifdef ROUTE_ONE_SUBGROUP
 // SG_PER is the most experts a lane holds in routeOneSubgroup.
 const uint SG_PER = 16u;
@@ -131,43 +184,7 @@ void routeOneSubgroup(uint t, bool write) {
             selP[j] = bp;
         }
     }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier(); // sel and selP hold every choice
-    // the weights as routeToken makes them, lane j taking choice j
-    bool mine = lane < R_USED;
-    float w = mine ? selP[lane] : 0.0;
-    if (R_GATING == 3u) {
-        float mx = selP[0];
-        for (uint j = 1u; j < R_USED; j++) mx = max(mx, selP[j]);
-        if (mine) {
-            precise float d = w - mx;
-            w = expExact(d);
-        }
-        subgroupBarrier(); // every lane has read selP
-        if (mine) selP[lane] = w;
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-        float sum = 0.0;
-        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
-        float inv = divExact(1.0, sum);
-        precise float v = w * inv;
-        w = v;
-    }
-    if (R_NORM != 0u) {
-        subgroupBarrier(); // every lane has read selP
-        if (mine) selP[lane] = w;
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-        float sum = 0.0;
-        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
-        float total = max(sum, 6.103515625e-5);
-        w = divExact(w, total);
-    }
-    if (mine && write) {
-        precise float v = R_SCALE == 1.0 ? w : w * R_SCALE;
-        ids[t * R_USED + lane] = sel[lane];
-        wts[t * R_USED + lane] = v;
-    }
+    routeWeights(t, lane, write, true);
 }
 
 #endif
@@ -243,42 +260,6 @@ void routeToken(uint t, uint tid, bool write) {
             selP[j] = v;
         }
     }
-    // The weights: thread j < USED takes choice j. Every sum runs over the choices in order
-    // (j = 0, 1, ..), the same f32 operations the CPU's route makes, each thread reading them
-    // from shared memory: one exp and one or two divisions a thread instead of USED of each in
-    // one thread.
-    barrier(); // sel and selP hold every choice
-    bool mine = tid < R_USED;
-    float w = mine ? selP[tid] : 0.0;
-    if (R_GATING == 3u) {
-        float mx = selP[0];
-        for (uint j = 1u; j < R_USED; j++) mx = max(mx, selP[j]);
-        if (mine) {
-            precise float d = w - mx;
-            w = expExact(d);
-        }
-        barrier(); // every thread has read selP
-        if (mine) selP[tid] = w;
-        barrier();
-        float sum = 0.0;
-        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
-        float inv = divExact(1.0, sum);
-        precise float v = w * inv;
-        w = v;
-    }
-    if (R_NORM != 0u) {
-        barrier(); // every thread has read selP
-        if (mine) selP[tid] = w;
-        barrier();
-        float sum = 0.0;
-        for (uint j = 0u; j < R_USED; j++) sum += selP[j];
-        float total = max(sum, 6.103515625e-5);
-        w = divExact(w, total);
-    }
-    if (mine && write) {
-        precise float v = R_SCALE == 1.0 ? w : w * R_SCALE;
-        ids[t * R_USED + tid] = sel[tid];
-        wts[t * R_USED + tid] = v;
-    }
+    routeWeights(t, tid, write, false);
 }
 
