@@ -426,7 +426,12 @@ func (c *Context) freshKVKernel(m, headDim, nHead, nKV, ropeDim int) string {
 	if name == "" {
 		return ""
 	}
-	return strings.Replace(name, "attention_flash_", "attention_flash_rn_", 1)
+	return freshKVVariant(name)
+}
+
+// freshKVVariant names the attention_flash_rn kernel of an attention_flash variant.
+func freshKVVariant(flash string) string {
+	return strings.Replace(flash, "attention_flash_", "attention_flash_rn_", 1)
 }
 
 // AttentionSplitRangesFresh is AttentionSplitRanges; with fresh (a decode step whose
@@ -469,7 +474,7 @@ func (s *Seq) AttentionSplitRangesFresh(fresh *FreshKV, q, k, v, pos, part Bindi
 	} else {
 		if fresh != nil {
 			name := s.c.freshKVKernel(m, headDim, nHead, nKV, fresh.RopeDim)
-			if name == "" || name != strings.Replace(flash, "attention_flash_", "attention_flash_rn_", 1) {
+			if name == "" || name != freshKVVariant(flash) {
 				s.fail(fmt.Errorf("split attention with the step's keys fresh: no attention_flash_rn kernel for %d tokens, heads of %d over %d KV heads of %d dimensions, %d rotated", m, nHead, nKV, headDim, fresh.RopeDim))
 				return 0
 			}
