@@ -32,6 +32,16 @@ type greedyRunner interface {
 	Greedy(token, pos int) (int, error)
 }
 
+// samplingRunner is a runner that can draw the next token itself (the resident Vulkan
+// driver's sample_token): Sample evaluates token at pos and returns the token drawn from its
+// logits under p with the uniform u, the step at pos+1 queued with uNext. The uniforms come
+// from the request's sampler (Uniform), the k-th generated token taking its k-th draw as the
+// host's Sample would, so a seed gives the same stream either way.
+type samplingRunner interface {
+	SamplesOnDevice(p sample.Params) bool
+	Sample(token, pos int, p sample.Params, u, uNext float64) (int, error)
+}
+
 // Tokenize returns the token ids of text. Special tokens written in text (e.g. "<|im_start|>")
 // are parsed as such; addSpecial adds BOS/EOS as the model's metadata says.
 func (e *Engine) Tokenize(text string, addSpecial bool) ([]int, error) {
@@ -201,6 +211,14 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 	if p := sampler.Params(); !p.Greedy() || (p.RepeatPenalty != 0 && p.RepeatPenalty != 1) {
 		onDevice = nil
 	}
+	// A sampled request on a runner that draws on its device (samplingRunner) reads back the
+	// drawn token too, and its next step is already queued when the token comes back.
+	drawer, _ := e.runner.(samplingRunner)
+	if drawer != nil && !drawer.SamplesOnDevice(sampler.Params()) {
+		drawer = nil
+	}
+	var uAhead float64 // the uniform the step queued ahead draws with
+	haveAhead := false
 	next := -1 // the device's pick for the next token
 	pos := len(prompt)
 	for {
@@ -240,9 +258,20 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 			res.Stop = StopCancelled
 			break
 		}
-		if onDevice != nil {
+		switch {
+		case onDevice != nil:
 			next, err = onDevice.Greedy(id, pos)
-		} else {
+		case drawer != nil:
+			u := uAhead
+			if !haveAhead {
+				u = sampler.Uniform()
+			}
+			uAhead, haveAhead = sampler.Uniform(), true
+			next, err = drawer.Sample(id, pos, sampler.Params(), u, uAhead)
+			if err == nil && next < 0 {
+				err = errors.New("the model produced no valid logits")
+			}
+		default:
 			logits, err = e.runner.Eval([]int{id}, pos, false)
 		}
 		if err != nil {

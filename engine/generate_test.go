@@ -553,3 +553,71 @@ func TestPromptPiecesFollowThePrefillWindow(t *testing.T) {
 }
 
 func (s *scriptedRunner) evaluated() [][]int { return s.evals }
+
+// drawingRunner stands in for a runner that draws on its device (samplingRunner): each Sample
+// evaluates on the runner it wraps and draws with the uniform it is given, as the host would.
+type drawingRunner struct {
+	model.Runner
+	calls [][2]float64 // (u, uNext) of each Sample
+}
+
+func (d *drawingRunner) SamplesOnDevice(p sample.Params) bool {
+	return !p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1)
+}
+
+func (d *drawingRunner) Sample(token, pos int, p sample.Params, u, uNext float64) (int, error) {
+	d.calls = append(d.calls, [2]float64{u, uNext})
+	logits, err := d.Runner.Eval([]int{token}, pos, false)
+	if err != nil {
+		return 0, err
+	}
+	return sample.New(p).SampleWith(logits, u), nil
+}
+
+// A sampled request on a runner that draws on its device generates what the host's sampler
+// generates with the same seed: the k-th token takes the sampler's k-th uniform, and each step's
+// uNext is the next step's u (the step queued ahead draws with it). A repetition penalty keeps
+// the draw on the host.
+func TestSampledGenerateDrawsOnTheDeviceWithTheSamplersUniforms(t *testing.T) {
+	prompt := []int{1, 403, 407}
+	for _, tc := range []struct {
+		name     string
+		sampling sample.Params
+		onDevice bool
+	}{
+		{"the app's defaults", sample.Params{Temperature: 0.7, TopP: 0.9, MinP: 0.05, Seed: 11}, true},
+		{"hot, no cut", sample.Params{Temperature: 1.5, Seed: 12}, true},
+		{"with a penalty", sample.Params{Temperature: 0.7, RepeatPenalty: 1.2, Seed: 13}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := GenerateRequest{PromptTokens: prompt, MaxTokens: 40, Sampling: tc.sampling}
+			host := loadEmbedded(t)
+			want, _ := collect(t, host, req)
+			e := loadEmbedded(t)
+			d := &drawingRunner{Runner: e.runner}
+			e.runner, e.cached = d, nil
+			got, _ := collect(t, e, req)
+			if !slices.Equal(got.Generated, want.Generated) {
+				t.Fatalf("drawn on the device: %v\non the host: %v", got.Generated, want.Generated)
+			}
+			if len(want.Generated) < 10 {
+				t.Fatalf("only %d tokens generated: the case checks too little", len(want.Generated))
+			}
+			wantCalls := 0
+			if tc.onDevice {
+				wantCalls = len(got.Generated) - 1
+				if got.Stop == StopEOS {
+					wantCalls = len(got.Generated)
+				}
+			}
+			if len(d.calls) != wantCalls {
+				t.Fatalf("%d device draws for %d tokens (stop %v), want %d", len(d.calls), len(got.Generated), got.Stop, wantCalls)
+			}
+			for i := 1; i < len(d.calls); i++ {
+				if d.calls[i][0] != d.calls[i-1][1] {
+					t.Fatalf("draw %d took u %v, the step before queued it with %v", i, d.calls[i][0], d.calls[i-1][1])
+				}
+			}
+		})
+	}
+}

@@ -68,11 +68,28 @@ func (s *Sampler) Sample(logits []float32) int {
 	if len(logits) == 0 {
 		return -1
 	}
+	if s.params.Greedy() {
+		return argmax(s.patched(logits, s.penalties(logits)))
+	}
+	return s.SampleWith(logits, s.rng.Float64())
+}
+
+// Uniform returns the sampler's next uniform draw in [0, 1): the one the next Sample of a
+// non-greedy chain would take. A runner that draws on its device takes its uniforms from here
+// (SampleWith for the host's share), so a seed gives the same stream of draws either way.
+func (s *Sampler) Uniform() float64 { return s.rng.Float64() }
+
+// SampleWith is Sample with the draw's uniform u given instead of taken from the sampler's
+// source (the chain and the repetition penalty as Sample applies them).
+func (s *Sampler) SampleWith(logits []float32, u float64) int {
+	if len(logits) == 0 {
+		return -1
+	}
 	penalised := s.penalties(logits)
 	if s.params.Greedy() {
 		return argmax(s.patched(logits, penalised))
 	}
-	return draw(s.distribution(logits, penalised), s.rng.Float64())
+	return draw(s.distribution(logits, penalised), u)
 }
 
 // distribution returns the candidates the chain keeps, each with its probability at the

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	vk "github.com/vulkan-go/vulkan"
+
+	"github.com/vkllm/vkllm/engine/sample"
 )
 
 // Greedy generation, one step queued ahead (VKLLM_GPU_CHAIN). A plain decode step is a submit,
@@ -25,19 +27,29 @@ import (
 // chainSlot is one recording of the decode step and its input slot.
 type chainSlot struct {
 	seq                    *Seq
-	ids, pos, ropeCS, best *Buffer // host-visible: the token id (the other slot's copy fills it), position, rope angles, argmax
+	ids, pos, ropeCS, best *Buffer // host-visible: the token id (the other slot's copy fills it), position, rope angles, argmax (a sampled chain's: the token and sample_token's status)
+	u, logits, cfg         *Buffer // a sampled chain's: the draw's uniform, the step's logits, the chain's settings (sample.go)
 	fence                  vk.Fence
 	pending                bool // submitted and not yet waited for
 }
 
-// decodeChain is the resident driver's pair of slots and the step queued ahead.
+// decodeChain is the resident driver's pair of slots and the step queued ahead: greedy steps
+// (r.chain) or sampled ones (r.sampled, sample.go).
 type decodeChain struct {
 	slots    [2]chainSlot
 	ahead    int // the slot whose step was queued ahead, -1: none
 	aheadPos int // its position
-	aheadTok int // its token: the argmax of the step before it, which the device copied in
+	aheadTok int // its token: the argmax (or draw) of the step before it, which the device copied in
 	queued   int // steps queued ahead (tests)
 	taken    int // of those, steps the caller took
+
+	sampled   bool
+	cfg       *Buffer         // host-visible: sample_token's settings (temperature, top-k, top-p, min-p)
+	settings  sample.Params   // what cfg holds
+	hasCfg    bool            // cfg written
+	aheadU    float32         // the uniform the step queued ahead draws with
+	host      *sample.Sampler // the host's draw where sample_token hands it back
+	hostDraws int             // draws the host made (tests)
 }
 
 // chains reports whether greedy steps run chained on this runner: the switch on, the whole
@@ -50,22 +62,42 @@ func (r *Resident) chains() bool {
 // a runner that chains): how a greedy generation's steps run, for the bench's records.
 func (r *Resident) ChainsGreedy() bool { return r.chains() }
 
-// chainReady records the chain's two slots on first use.
-func (r *Resident) chainReady() (*decodeChain, error) {
-	if r.chain != nil {
-		return r.chain, nil
+// chainReady records the greedy chain's two slots on first use.
+func (r *Resident) chainReady() (*decodeChain, error) { return r.chainFor(false) }
+
+// chainFor records the greedy or the sampled chain's two slots on first use.
+func (r *Resident) chainFor(sampled bool) (*decodeChain, error) {
+	at := &r.chain
+	if sampled {
+		at = &r.sampled
 	}
-	ch := &decodeChain{ahead: -1}
+	if *at != nil {
+		return *at, nil
+	}
+	ch := &decodeChain{ahead: -1, sampled: sampled}
 	fail := func(err error) (*decodeChain, error) {
 		ch.free(r.c)
 		return nil, fmt.Errorf("record the chained decode steps: %w", err)
 	}
+	type sized struct {
+		dst **Buffer
+		n   int
+	}
+	if sampled {
+		cfg, err := r.c.NewBuffer(16, true)
+		if err != nil {
+			return fail(err)
+		}
+		ch.cfg = cfg
+	}
 	for i := range ch.slots {
 		sl := &ch.slots[i]
-		for _, b := range []struct {
-			dst **Buffer
-			n   int
-		}{{&sl.ids, 1}, {&sl.pos, 1}, {&sl.ropeCS, max(2, r.ropeDims)}, {&sl.best, 1}} {
+		bufs := []sized{{&sl.ids, 1}, {&sl.pos, 1}, {&sl.ropeCS, max(2, r.ropeDims)}, {&sl.best, 1}}
+		if sampled {
+			sl.cfg = ch.cfg
+			bufs = append(bufs[:3], sized{&sl.best, 2}, sized{&sl.u, 1}, sized{&sl.logits, r.h.VocabSize})
+		}
+		for _, b := range bufs {
 			buf, err := r.c.NewBuffer(uint64(4*b.n), true)
 			if err != nil {
 				return fail(err)
@@ -84,22 +116,29 @@ func (r *Resident) chainReady() (*decodeChain, error) {
 			return fail(err)
 		}
 		ch.slots[i].seq = s
-		r.recordChainStep(s, &ch.slots[i], &ch.slots[i^1])
+		r.recordChainStep(s, ch, i)
 		if err := s.End(); err != nil {
 			return fail(err)
 		}
 	}
-	r.chain = ch
+	*at = ch
 	return ch, nil
 }
 
-// recordChainStep records the decode step on slot sl's inputs: a barrier first (the step
+// recordChainStep records the decode step on slot i's inputs: a barrier first (the step
 // before it in the queue, the other slot's, may still be writing what this one reads), the
-// step, then its argmax copied into the other slot's token id.
-func (r *Resident) recordChainStep(s *Seq, sl, other *chainSlot) {
-	saved := [4]*Buffer{r.ids, r.pos, r.ropeCS, r.best}
+// step, then its argmax (a sampled chain: its draw) copied into the other slot's token id.
+func (r *Resident) recordChainStep(s *Seq, ch *decodeChain, i int) {
+	sl, other := &ch.slots[i], &ch.slots[i^1]
+	saved := [5]*Buffer{r.ids, r.pos, r.ropeCS, r.best, r.logits}
 	r.ids, r.pos, r.ropeCS, r.best = sl.ids, sl.pos, sl.ropeCS, sl.best
-	defer func() { r.ids, r.pos, r.ropeCS, r.best = saved[0], saved[1], saved[2], saved[3] }()
+	if ch.sampled {
+		r.logits, r.drawing = sl.logits, sl
+	}
+	defer func() {
+		r.ids, r.pos, r.ropeCS, r.best, r.logits = saved[0], saved[1], saved[2], saved[3], saved[4]
+		r.drawing = nil
+	}()
 	s.Barrier()
 	r.recordStep(s)
 	s.Barrier()
@@ -169,17 +208,18 @@ func (r *Resident) submitChainStep(sl *chainSlot, pos int) error {
 // settle waits for every chained step still queued or running and forgets the step queued
 // ahead; every entry point that is not its taker calls it before touching the device.
 func (r *Resident) settle() error {
-	ch := r.chain
-	if ch == nil {
-		return nil
-	}
-	ch.ahead = -1
 	var errs []error
-	for i := range ch.slots {
-		if sl := &ch.slots[i]; sl.pending {
-			sl.pending = false
-			if err := r.c.waitFence(sl.fence); err != nil {
-				errs = append(errs, fmt.Errorf("wait for a chained decode step: %w", err))
+	for _, ch := range []*decodeChain{r.chain, r.sampled} {
+		if ch == nil {
+			continue
+		}
+		ch.ahead = -1
+		for i := range ch.slots {
+			if sl := &ch.slots[i]; sl.pending {
+				sl.pending = false
+				if err := r.c.waitFence(sl.fence); err != nil {
+					errs = append(errs, fmt.Errorf("wait for a chained decode step: %w", err))
+				}
 			}
 		}
 	}
@@ -193,11 +233,12 @@ func (ch *decodeChain) free(c *Context) {
 		if sl.seq != nil {
 			sl.seq.Free()
 		}
-		for _, b := range []*Buffer{sl.ids, sl.pos, sl.ropeCS, sl.best} {
+		for _, b := range []*Buffer{sl.ids, sl.pos, sl.ropeCS, sl.best, sl.u, sl.logits} {
 			b.Free()
 		}
 		if sl.fence != vk.NullFence {
 			vk.DestroyFence(c.dev, sl.fence, nil)
 		}
 	}
+	ch.cfg.Free()
 }

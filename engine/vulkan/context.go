@@ -50,6 +50,7 @@ type Context struct {
 	routerNorm       bool    // a decode step's f32 router normalizes x itself (VKLLM_GPU_ROUTER_NORM, an A/B switch)
 	normF32          bool    // a decode step's f32 products of a normed row normalize x themselves (VKLLM_GPU_NORM_F32, an A/B switch)
 	chain            bool    // greedy decode keeps the next step queued on the device (VKLLM_GPU_CHAIN, chain.go)
+	sampleOnDevice   bool    // sampled decode draws on the device and chains (VKLLM_GPU_SAMPLE, sample.go)
 	argmaxWide       bool    // a decode step's greedy argmax over many workgroups (VKLLM_GPU_ARGMAX_WIDE, an A/B switch)
 	deviceLogits     bool    // a decode step's logits in device memory, then copied to the host's (VKLLM_GPU_DEVICE_LOGITS, an A/B switch)
 	sharedX8         bool    // a decode step's shared expert reads the routed experts' int8 rounding (VKLLM_GPU_SHARED_X8, an A/B switch)

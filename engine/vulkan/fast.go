@@ -59,6 +59,7 @@ func (c *Context) selectNumericTier() {
 	c.routerNorm = config.GPURouterNorm.Bool()
 	c.argmaxWide = config.GPUArgmaxWide.Bool()
 	c.chain = config.GPUChain.Bool()
+	c.sampleOnDevice = config.GPUSample.Bool()
 	c.deviceLogits = config.GPUDeviceLogits.Bool()
 	c.deltaFast = config.GPUDeltaFast.Bool()
 	c.swigluF32 = config.GPUSwiGLUF32.Bool()

@@ -121,10 +121,12 @@ type Resident struct {
 	snaps    [snapshotSlots]stateSnapshot // what the DeltaNet layers' snapshot slots hold
 	replayed int                          // tokens the latest rewind evaluated again
 
-	decode *Seq         // the pre-recorded single-token pass
-	chain  *decodeChain // greedy steps queued one ahead (chain.go; nil until the first)
-	closed bool
-	ownCtx bool
+	decode  *Seq         // the pre-recorded single-token pass
+	chain   *decodeChain // greedy steps queued one ahead (chain.go; nil until the first)
+	sampled *decodeChain // sampled steps queued one ahead (sample.go; nil until the first)
+	drawing *chainSlot   // while a sampled chain's slot is recorded: the step ends in sample_token, not the argmax
+	closed  bool
+	ownCtx  bool
 
 	// A part of the model (ResidentOptions.Part): the pass starts from the hidden states in hin
 	// at layer first, and without the head ends with the hidden states in hout.
@@ -858,7 +860,9 @@ func (r *Resident) recordStep(s *Seq) {
 			s.Stamp("head")
 		}
 		vocab := uint64(4 * r.h.VocabSize)
-		if r.c.argmaxWide {
+		if d := r.drawing; d != nil {
+			s.SampleToken(logits.Range(0, vocab), d.cfg.All(), d.u.All(), r.best.Range(0, 8), r.h.VocabSize)
+		} else if r.c.argmaxWide {
 			s.ArgmaxWide(logits.Range(0, vocab), r.best.All(), r.argParts.All(), r.argArrivals.All(), r.h.VocabSize)
 		} else {
 			s.Argmax(logits.Range(0, vocab), r.best.All(), r.h.VocabSize)
@@ -1282,9 +1286,11 @@ func (r *Resident) Close() error {
 	r.closed = true
 	r.stopPrecompile()
 	settled := r.settle()
-	if r.chain != nil {
-		r.chain.free(r.c)
-		r.chain = nil
+	for _, ch := range []**decodeChain{&r.chain, &r.sampled} {
+		if *ch != nil {
+			(*ch).free(r.c)
+			*ch = nil
+		}
 	}
 	if r.decode != nil {
 		r.decode.Free()
