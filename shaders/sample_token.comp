@@ -42,29 +42,39 @@ void main() {
 	uint tid = gl_LocalInvocationID.x;
 	uint n = p.n;
 
-	// 1. the largest logit (the lowest id on ties) and how many are not NaN
-	float best = -INF;
+	// 1. the largest logit (the lowest id on ties), how many are not NaN and, for top-p, the
+	// mass at temperature 1: each thread's sum of exp(v - its max), rescaled as the max grows
+	// and as the reduction meets larger maxima (one pass over the logits instead of two)
+	float best = -INF, mass = 0.0;
 	uint bi = NONE, cnt = 0u;
 	for (uint i = tid; i < n; i += T) {
 		float v = logit[i];
 		if (isnan(v)) continue;
 		cnt++;
-		if (bi == NONE || v > best) { best = v; bi = i; }
+		if (bi == NONE || v > best) {
+			mass = bi == NONE || isinf(best) ? 0.0 : mass * exp(best - v);
+			best = v; bi = i;
+		}
+		if (!isinf(v)) mass += exp(v - best);
 	}
-	redV[tid] = best; redI[tid] = bi; redC[tid] = cnt;
+	redV[tid] = best; redI[tid] = bi; redC[tid] = cnt; candP[tid] = mass;
 	barrier();
 	for (uint s = T / 2u; s > 0u; s >>= 1) {
 		if (tid < s) {
 			float v = redV[tid + s]; uint j = redI[tid + s];
+			float m0 = redV[tid], z0 = candP[tid], z1 = candP[tid + s];
 			if (j != NONE && (redI[tid] == NONE || v > redV[tid] || (v == redV[tid] && j < redI[tid]))) {
 				redV[tid] = v; redI[tid] = j;
 			}
+			float m = redV[tid];
+			candP[tid] = (isinf(m) ? 0.0 : (z0 > 0.0 ? z0 * exp(m0 - m) : 0.0) + (z1 > 0.0 ? z1 * exp(v - m) : 0.0));
 			redC[tid] += redC[tid + s];
 		}
 		barrier();
 	}
 	float maxL = redV[0];
 	uint argmax = redI[0], count = redC[0];
+	float z = candP[0];
 	barrier();
 	if (count == 0u) {
 		if (tid == 0u) { o[0] = 0u; o[1] = 2u; }
@@ -120,24 +130,6 @@ void main() {
 			o[0] = tok; o[1] = 0u;
 		}
 		return;
-	}
-
-	// 2b. top-p needs the whole distribution's mass at temperature 1
-	float z = 0.0;
-	if (topK == 0u && cutP) {
-		float part = 0.0;
-		for (uint i = tid; i < n; i += T) {
-			float v = logit[i];
-			if (!isnan(v)) part += exp(v - maxL);
-		}
-		redV[tid] = part;
-		barrier();
-		for (uint s = T / 2u; s > 0u; s >>= 1) {
-			if (tid < s) redV[tid] += redV[tid + s];
-			barrier();
-		}
-		z = redV[0];
-		barrier();
 	}
 
 	// 3. the candidates at or above maxL - gap, a prefix of the sorted order: min-p's own bound,

@@ -28,7 +28,7 @@ import (
 type chainSlot struct {
 	seq                    *Seq
 	ids, pos, ropeCS, best *Buffer // host-visible: the token id (the other slot's copy fills it), position, rope angles, argmax (a sampled chain's: the token and sample_token's status)
-	u, logits, cfg         *Buffer // a sampled chain's: the draw's uniform, the step's logits, the chain's settings (sample.go)
+	u, logits, cfg         *Buffer // a sampled chain's: the draw's uniform, the step's logits (device memory), the chain's settings (sample.go)
 	fence                  vk.Fence
 	pending                bool // submitted and not yet waited for
 }
@@ -43,13 +43,14 @@ type decodeChain struct {
 	queued   int // steps queued ahead (tests)
 	taken    int // of those, steps the caller took
 
-	sampled   bool
-	cfg       *Buffer         // host-visible: sample_token's settings (temperature, top-k, top-p, min-p)
-	settings  sample.Params   // what cfg holds
-	hasCfg    bool            // cfg written
-	aheadU    float32         // the uniform the step queued ahead draws with
-	host      *sample.Sampler // the host's draw where sample_token hands it back
-	hostDraws int             // draws the host made (tests)
+	sampled    bool
+	cfg        *Buffer         // host-visible: sample_token's settings (temperature, top-k, top-p, min-p)
+	settings   sample.Params   // what cfg holds
+	hasCfg     bool            // cfg written
+	aheadU     float32         // the uniform the step queued ahead draws with
+	host       *sample.Sampler // the host's draw where sample_token hands it back
+	hostDraws  int             // draws the host made (tests)
+	lastByHost bool            // the latest step's draw was the host's: the next queues none ahead
 }
 
 // chains reports whether greedy steps run chained on this runner: the switch on, the whole
@@ -98,7 +99,8 @@ func (r *Resident) chainFor(sampled bool) (*decodeChain, error) {
 			bufs = append(bufs[:3], sized{&sl.best, 2}, sized{&sl.u, 1}, sized{&sl.logits, r.h.VocabSize})
 		}
 		for _, b := range bufs {
-			buf, err := r.c.NewBuffer(uint64(4*b.n), true)
+			// a sampled step's logits stay in device memory, where sample_token reads them
+			buf, err := r.c.NewBuffer(uint64(4*b.n), b.dst != &sl.logits)
 			if err != nil {
 				return fail(err)
 			}

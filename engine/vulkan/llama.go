@@ -849,7 +849,7 @@ func (r *Resident) recordStep(s *Seq) {
 		// the head writes the logits into device memory, copied to the host's after the argmax
 		// has read them there (VKLLM_GPU_DEVICE_LOGITS), or straight into host-visible memory
 		logits := r.logits
-		if r.c.deviceLogits && r.logitsDev != nil {
+		if r.c.deviceLogits && r.logitsDev != nil && r.drawing == nil {
 			logits = r.logitsDev
 		}
 		r.headOut = logits

@@ -19,7 +19,8 @@ import (
 // sample_token hands the draw back to the host where more than sampleMaxCandidates tokens pass
 // the cut's logit threshold (a nearly flat distribution) or a logit is infinite: the host then
 // draws from the slot's logits with the same uniform, and the step queued ahead, which took
-// the argmax, is discarded unless that is the token drawn.
+// the argmax, is discarded unless that is the token drawn; the step after a host's draw is
+// not queued ahead until the device draws again.
 
 // sampleMaxCandidates is the most candidates sample_token sorts (its CAP); sampleCandidates
 // the most a recording lets it take before it hands the draw to the host (a variable for tests).
@@ -129,7 +130,9 @@ func (r *Resident) sampleChained(token, pos int, p sample.Params, u, uNext float
 			return 0, err
 		}
 	}
-	if pos+1 < r.ctxLen {
+	// After a draw the host made, the next is likely the host's too (a flat distribution), and a
+	// step queued ahead with the device's argmax would then be run in vain: queue none.
+	if pos+1 < r.ctxLen && !ch.lastByHost {
 		// the other slot's last step was waited for before this one was submitted
 		other := &ch.slots[cur^1]
 		if err := other.u.WriteF32(0, []float32{next32}); err != nil {
@@ -155,14 +158,21 @@ func (r *Resident) sampleChained(token, pos int, p sample.Params, u, uNext float
 		return 0, err
 	}
 	ch.aheadTok = int(out[0]) // what the device copied into the step queued ahead
+	ch.lastByHost = out[1] == sampleByHost
 	switch out[1] {
 	case sampleDrawn:
 		return int(out[0]), nil
 	case sampleNoLogit:
 		return -1, nil
 	}
-	// the host draws: the slot's logits stay until its next step, which is not yet queued
-	logits, err := sl.logits.ReadF32(0, r.h.VocabSize)
+	// the host draws: the slot's logits stay until its next step, which is not yet queued; they
+	// come back through the runner's host-visible logits, which no chained step writes
+	n := uint64(4 * r.h.VocabSize)
+	if err := r.c.copyNow(sl.logits, 0, r.logits, 0, n); err != nil {
+		r.settle()
+		return 0, fmt.Errorf("vulkan sample: read the step's logits back: %w", err)
+	}
+	logits, err := r.logits.ReadF32(0, r.h.VocabSize)
 	if err != nil {
 		r.settle()
 		return 0, err
