@@ -1,6 +1,7 @@
 package vulkan
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"slices"
@@ -280,5 +281,43 @@ func TestSampledChainDrawsAsTheHost(t *testing.T) {
 				t.Fatal("the sampled chain kept a step queued across a greedy call")
 			}
 		})
+	}
+}
+
+// BenchmarkSampleToken times sample_token over Qwen3's 151936 and Qwen3.5/3.6's 248320 logits
+// in device memory (where a sampled chain's step leaves them), peaked as a trained model's are,
+// under the app's settings, llama.cpp's (top-k 40) and the temperature alone, beside the greedy
+// step's argmax_wide. Run on a real GPU: -test.run '^$' -test.bench SampleToken -test.benchtime 3x.
+func BenchmarkSampleToken(b *testing.B) {
+	c := ctxOrSkip(b)
+	if c.Info.Type == "cpu" {
+		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
+	}
+	const reps = 8
+	rng := rand.New(rand.NewSource(3))
+	out, arrivals := benchBuffer(b, c, make([]byte, 8)), benchBuffer(b, c, make([]byte, 4))
+	parts := benchBuffer(b, c, make([]byte, 8*argmaxMaxParts))
+	u := benchBuffer(b, c, f32Bytes([]float32{0.37}))
+	for _, n := range []int{151936, 248320} {
+		x := randVec(rng, n, 2.5)
+		for i := 0; i < 6; i++ {
+			x[rng.Intn(n)] += 6
+		}
+		logits := benchBuffer(b, c, f32Bytes(x))
+		wide := bestNsPerRep(b, c, reps, func(s *Seq) { s.ArgmaxWide(logits.All(), out.Range(0, 4), parts.All(), arrivals.All(), n) }) / 1e3
+		fmt.Printf("%d logits in device memory: argmax_wide %.1f us (with its barrier)\n", n, wide)
+		for _, set := range []struct {
+			name string
+			p    sample.Params
+		}{
+			{"the app's (temperature 0.7, top-p 0.9, min-p 0.05)", sample.Params{Temperature: 0.7, TopP: 0.9, MinP: 0.05}},
+			{"llama.cpp's (top-k 40, top-p 0.95, min-p 0.05, temperature 0.8)", sample.Params{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05}},
+			{"top-p 0.95 alone", sample.Params{Temperature: 1, TopP: 0.95}},
+			{"the temperature alone", sample.Params{Temperature: 1}},
+		} {
+			cfg := benchBuffer(b, c, u32Bytes(sampleSettings(set.p)))
+			ns := bestNsPerRep(b, c, reps, func(s *Seq) { s.SampleToken(logits.All(), cfg.All(), u.All(), out.All(), n) })
+			fmt.Printf("%d logits, %s: sample_token %.1f us (with its barrier)\n", n, set.name, ns/1e3)
+		}
 	}
 }
