@@ -147,52 +147,80 @@ func (r *Resident) recordChainStep(s *Seq, ch *decodeChain, i int) {
 	s.Copy(sl.best, 0, other.ids, 0, 4)
 }
 
-// greedyChained is Greedy on the chain: the step at pos taken from the queue when it is the
-// one queued ahead with this token, else submitted now; the step at pos+1 queued behind it.
+// greedyChained is Greedy on the chain.
 func (r *Resident) greedyChained(token, pos int) (int, error) {
 	ch, err := r.chainReady()
 	if err != nil {
 		return 0, err
 	}
+	out, _, err := r.chainStep(ch, token, pos, 0, 0, true)
+	if err != nil {
+		return 0, err
+	}
+	return int(out[0]), nil
+}
+
+// chainStep runs the step at pos on ch: taken from the queue when it is the one queued ahead
+// with this token (and, on a sampled chain, this uniform u), else submitted now; with ahead,
+// the step at pos+1 (drawing with uNext) is queued behind it before the wait. It returns the
+// step's result words (the argmax; a sampled chain's token and status) and its slot, and
+// notes the token the device copied into the step queued ahead.
+func (r *Resident) chainStep(ch *decodeChain, token, pos int, u, uNext float32, ahead bool) ([]uint32, *chainSlot, error) {
 	cur := ch.ahead
-	if cur >= 0 && ch.aheadPos == pos && ch.aheadTok == token {
+	if cur >= 0 && ch.aheadPos == pos && ch.aheadTok == token && (!ch.sampled || ch.aheadU == u) {
 		ch.ahead = -1
 		ch.taken++
 	} else {
 		if err := r.settle(); err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 		cur = 0
 		sl := &ch.slots[cur]
 		if err := sl.ids.WriteU32(0, []uint32{uint32(token)}); err != nil {
-			return 0, err
+			return nil, nil, err
+		}
+		if ch.sampled {
+			if err := sl.u.WriteF32(0, []float32{u}); err != nil {
+				return nil, nil, err
+			}
 		}
 		if err := r.submitChainStep(sl, pos); err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 	}
-	if pos+1 < r.ctxLen {
+	if ahead && pos+1 < r.ctxLen {
 		// the other slot's last step was waited for before this one was submitted
-		if err := r.submitChainStep(&ch.slots[cur^1], pos+1); err != nil {
-			r.settle()
-			return 0, err
+		other := &ch.slots[cur^1]
+		if ch.sampled {
+			if err := other.u.WriteF32(0, []float32{uNext}); err != nil {
+				r.settle()
+				return nil, nil, err
+			}
 		}
-		ch.ahead, ch.aheadPos = cur^1, pos+1
+		if err := r.submitChainStep(other, pos+1); err != nil {
+			r.settle()
+			return nil, nil, err
+		}
+		ch.ahead, ch.aheadPos, ch.aheadU = cur^1, pos+1, uNext
 		ch.queued++
 	}
 	sl := &ch.slots[cur]
 	sl.pending = false
 	if err := r.c.waitFence(sl.fence); err != nil {
 		r.settle()
-		return 0, fmt.Errorf("vulkan decode: %w", err)
+		return nil, nil, fmt.Errorf("vulkan decode: %w", err)
 	}
-	b, err := sl.best.ReadU32(0, 1)
+	words := 1
+	if ch.sampled {
+		words = 2
+	}
+	out, err := sl.best.ReadU32(0, words)
 	if err != nil {
 		r.settle()
-		return 0, err
+		return nil, nil, err
 	}
-	ch.aheadTok = int(b[0])
-	return ch.aheadTok, nil
+	ch.aheadTok = int(out[0])
+	return out, sl, nil
 }
 
 // submitChainStep writes pos into sl's inputs and queues its step.

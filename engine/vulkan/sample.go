@@ -109,55 +109,12 @@ func (r *Resident) sampleChained(token, pos int, p sample.Params, u, uNext float
 		}
 		ch.settings, ch.hasCfg, ch.host = p, true, nil
 	}
-	u32, next32 := float32(u), float32(uNext)
-	cur := ch.ahead
-	if cur >= 0 && ch.aheadPos == pos && ch.aheadTok == token && ch.aheadU == u32 {
-		ch.ahead = -1
-		ch.taken++
-	} else {
-		if err := r.settle(); err != nil {
-			return 0, err
-		}
-		cur = 0
-		sl := &ch.slots[cur]
-		if err := sl.ids.WriteU32(0, []uint32{uint32(token)}); err != nil {
-			return 0, err
-		}
-		if err := sl.u.WriteF32(0, []float32{u32}); err != nil {
-			return 0, err
-		}
-		if err := r.submitChainStep(sl, pos); err != nil {
-			return 0, err
-		}
-	}
 	// After a draw the host made, the next is likely the host's too (a flat distribution), and a
 	// step queued ahead with the device's argmax would then be run in vain: queue none.
-	if pos+1 < r.ctxLen && !ch.lastByHost {
-		// the other slot's last step was waited for before this one was submitted
-		other := &ch.slots[cur^1]
-		if err := other.u.WriteF32(0, []float32{next32}); err != nil {
-			r.settle()
-			return 0, err
-		}
-		if err := r.submitChainStep(other, pos+1); err != nil {
-			r.settle()
-			return 0, err
-		}
-		ch.ahead, ch.aheadPos, ch.aheadU = cur^1, pos+1, next32
-		ch.queued++
-	}
-	sl := &ch.slots[cur]
-	sl.pending = false
-	if err := r.c.waitFence(sl.fence); err != nil {
-		r.settle()
-		return 0, fmt.Errorf("vulkan decode: %w", err)
-	}
-	out, err := sl.best.ReadU32(0, 2)
+	out, sl, err := r.chainStep(ch, token, pos, float32(u), float32(uNext), !ch.lastByHost)
 	if err != nil {
-		r.settle()
 		return 0, err
 	}
-	ch.aheadTok = int(out[0]) // what the device copied into the step queued ahead
 	ch.lastByHost = out[1] == sampleByHost
 	switch out[1] {
 	case sampleDrawn:
