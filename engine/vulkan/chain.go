@@ -28,7 +28,7 @@ import (
 type chainSlot struct {
 	seq                    *Seq
 	ids, pos, ropeCS, best *Buffer // host-visible: the token id (the other slot's copy fills it), position, rope angles, argmax (a sampled chain's: the token and sample_token's status)
-	u, logits, cfg         *Buffer // a sampled chain's: the draw's uniform, the step's logits (device memory), the chain's settings (sample.go)
+	u, logits              *Buffer // a sampled chain's: the draw's uniform, the step's logits (device memory; sample.go)
 	fence                  vk.Fence
 	pending                bool // submitted and not yet waited for
 }
@@ -45,8 +45,7 @@ type decodeChain struct {
 
 	sampled    bool
 	cfg        *Buffer         // host-visible: sample_token's settings (temperature, top-k, top-p, min-p)
-	settings   sample.Params   // what cfg holds
-	hasCfg     bool            // cfg written
+	cfgWords   []uint32        // what cfg holds (sampleSettings); nil until written
 	aheadU     float32         // the uniform the step queued ahead draws with
 	host       *sample.Sampler // the host's draw where sample_token hands it back
 	hostDraws  int             // draws the host made (tests)
@@ -91,16 +90,24 @@ func (r *Resident) chainFor(sampled bool) (*decodeChain, error) {
 		}
 		ch.cfg = cfg
 	}
+	bestWords := 1 // the argmax; a sampled chain's: the token and sample_token's status
+	if sampled {
+		bestWords = 2
+	}
 	for i := range ch.slots {
 		sl := &ch.slots[i]
-		bufs := []sized{{&sl.ids, 1}, {&sl.pos, 1}, {&sl.ropeCS, max(2, r.ropeDims)}, {&sl.best, 1}}
+		bufs := []sized{{&sl.ids, 1}, {&sl.pos, 1}, {&sl.ropeCS, max(2, r.ropeDims)}, {&sl.best, bestWords}}
 		if sampled {
-			sl.cfg = ch.cfg
-			bufs = append(bufs[:3], sized{&sl.best, 2}, sized{&sl.u, 1}, sized{&sl.logits, r.h.VocabSize})
+			bufs = append(bufs, sized{&sl.u, 1})
+			// a sampled step's logits stay in device memory, where sample_token reads them
+			buf, err := r.c.NewBuffer(uint64(4*r.h.VocabSize), false)
+			if err != nil {
+				return fail(err)
+			}
+			sl.logits = buf
 		}
 		for _, b := range bufs {
-			// a sampled step's logits stay in device memory, where sample_token reads them
-			buf, err := r.c.NewBuffer(uint64(4*b.n), b.dst != &sl.logits)
+			buf, err := r.c.NewBuffer(uint64(4*b.n), true)
 			if err != nil {
 				return fail(err)
 			}
@@ -135,7 +142,7 @@ func (r *Resident) recordChainStep(s *Seq, ch *decodeChain, i int) {
 	saved := [5]*Buffer{r.ids, r.pos, r.ropeCS, r.best, r.logits}
 	r.ids, r.pos, r.ropeCS, r.best = sl.ids, sl.pos, sl.ropeCS, sl.best
 	if ch.sampled {
-		r.logits, r.drawing = sl.logits, sl
+		r.logits, r.drawing = sl.logits, &sampleInputs{cfg: ch.cfg, u: sl.u}
 	}
 	defer func() {
 		r.ids, r.pos, r.ropeCS, r.best, r.logits = saved[0], saved[1], saved[2], saved[3], saved[4]
@@ -210,11 +217,7 @@ func (r *Resident) chainStep(ch *decodeChain, token, pos int, u, uNext float32, 
 		r.settle()
 		return nil, nil, fmt.Errorf("vulkan decode: %w", err)
 	}
-	words := 1
-	if ch.sampled {
-		words = 2
-	}
-	out, err := sl.best.ReadU32(0, words)
+	out, err := sl.best.ReadU32(0, int(sl.best.Size/4))
 	if err != nil {
 		r.settle()
 		return nil, nil, err

@@ -121,10 +121,10 @@ type Resident struct {
 	snaps    [snapshotSlots]stateSnapshot // what the DeltaNet layers' snapshot slots hold
 	replayed int                          // tokens the latest rewind evaluated again
 
-	decode  *Seq         // the pre-recorded single-token pass
-	chain   *decodeChain // greedy steps queued one ahead (chain.go; nil until the first)
-	sampled *decodeChain // sampled steps queued one ahead (sample.go; nil until the first)
-	drawing *chainSlot   // while a sampled chain's slot is recorded: the step ends in sample_token, not the argmax
+	decode  *Seq          // the pre-recorded single-token pass
+	chain   *decodeChain  // greedy steps queued one ahead (chain.go; nil until the first)
+	sampled *decodeChain  // sampled steps queued one ahead (sample.go; nil until the first)
+	drawing *sampleInputs // while a sampled chain's slot is recorded: the step ends in sample_token, not the argmax
 	closed  bool
 	ownCtx  bool
 

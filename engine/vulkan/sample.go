@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/vkllm/vkllm/engine/sample"
 )
@@ -55,10 +56,9 @@ func sampleSettings(p sample.Params) []uint32 {
 	return []uint32{math.Float32bits(p.Temperature), uint32(p.TopK), math.Float32bits(p.TopP), math.Float32bits(p.MinP)}
 }
 
-// sameDraw reports whether a and b draw alike (the fields sample_token reads).
-func sameDraw(a, b sample.Params) bool {
-	return a.Temperature == b.Temperature && a.TopK == b.TopK && a.TopP == b.TopP && a.MinP == b.MinP
-}
+// sampleInputs are what a sampled chain's step hands sample_token besides its logits: the
+// chain's settings and the slot's uniform.
+type sampleInputs struct{ cfg, u *Buffer }
 
 // SamplesOnDevice reports whether Sample draws p's tokens on the device: VKLLM_GPU_SAMPLE on,
 // a runner that chains its steps, a temperature above 0, no repetition penalty (the device
@@ -99,15 +99,15 @@ func (r *Resident) sampleChained(token, pos int, p sample.Params, u, uNext float
 	if err != nil {
 		return 0, err
 	}
-	if !ch.hasCfg || !sameDraw(ch.settings, p) {
+	if words := sampleSettings(p); !slices.Equal(words, ch.cfgWords) {
 		// the steps queued read the settings: let them finish first
 		if err := r.settle(); err != nil {
 			return 0, err
 		}
-		if err := ch.cfg.WriteU32(0, sampleSettings(p)); err != nil {
+		if err := ch.cfg.WriteU32(0, words); err != nil {
 			return 0, err
 		}
-		ch.settings, ch.hasCfg, ch.host = p, true, nil
+		ch.cfgWords, ch.host = words, nil
 	}
 	// After a draw the host made, the next is likely the host's too (a flat distribution), and a
 	// step queued ahead with the device's argmax would then be run in vain: queue none.
