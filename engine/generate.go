@@ -32,12 +32,12 @@ type greedyRunner interface {
 	Greedy(token, pos int) (int, error)
 }
 
-// samplingRunner is a runner that can draw the next token itself (the resident Vulkan
+// SamplingRunner is a runner that can draw the next token itself (the resident Vulkan
 // driver's sample_token): Sample evaluates token at pos and returns the token drawn from its
 // logits under p with the uniform u, the step at pos+1 queued with uNext. The uniforms come
 // from the request's sampler (Uniform), the k-th generated token taking its k-th draw as the
 // host's Sample would, so a seed gives the same stream either way.
-type samplingRunner interface {
+type SamplingRunner interface {
 	SamplesOnDevice(p sample.Params) bool
 	Sample(token, pos int, p sample.Params, u, uNext float64) (int, error)
 }
@@ -211,9 +211,9 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 	if p := sampler.Params(); !p.Greedy() || (p.RepeatPenalty != 0 && p.RepeatPenalty != 1) {
 		onDevice = nil
 	}
-	// A sampled request on a runner that draws on its device (samplingRunner) reads back the
+	// A sampled request on a runner that draws on its device (SamplingRunner) reads back the
 	// drawn token too, and its next step is already queued when the token comes back.
-	drawer, _ := e.runner.(samplingRunner)
+	drawer, _ := e.runner.(SamplingRunner)
 	if drawer != nil && !drawer.SamplesOnDevice(sampler.Params()) {
 		drawer = nil
 	}

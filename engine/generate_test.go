@@ -554,7 +554,7 @@ func TestPromptPiecesFollowThePrefillWindow(t *testing.T) {
 
 func (s *scriptedRunner) evaluated() [][]int { return s.evals }
 
-// drawingRunner stands in for a runner that draws on its device (samplingRunner): each Sample
+// drawingRunner stands in for a runner that draws on its device (SamplingRunner): each Sample
 // evaluates on the runner it wraps and draws with the uniform it is given, as the host would.
 type drawingRunner struct {
 	model.Runner

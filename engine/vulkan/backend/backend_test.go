@@ -13,6 +13,7 @@ import (
 	"github.com/vkllm/vkllm/engine/model/modeltest"
 	"github.com/vkllm/vkllm/engine/plan/planinput"
 	"github.com/vkllm/vkllm/engine/quant"
+	"github.com/vkllm/vkllm/engine/sample"
 	"github.com/vkllm/vkllm/engine/vulkan"
 )
 
@@ -222,4 +223,44 @@ func TestStoredPinArmsAndTheEnvironmentPinWins(t *testing.T) {
 		t.Fatalf("the env pin (1024 MiB) must win over the stored 1 MiB pin: %v", err)
 	}
 	gr.Runner.Close()
+}
+
+// The Vulkan backend's runner draws a sampled generation on its device by default: it is an
+// engine.SamplingRunner (what engine.Generate looks for) and takes the app's chat settings, so
+// a chat's tokens are drawn by sample_token with the next step queued. Without the method, with
+// the switch off or with the chain unwired, the app's chat falls back to the host's draw and
+// this fails.
+func TestTheRunnerDrawsTheAppsSamplingOnItsDevice(t *testing.T) {
+	vulkanOrSkip(t)
+	f, m := openModel(t)
+	t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
+	t.Setenv("VKLLM_DEVICE", "")
+	gr, err := New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gr.Runner.Close()
+	sr, ok := gr.Runner.(engine.SamplingRunner)
+	if !ok {
+		t.Fatalf("the runner %T does not draw on its device (engine.SamplingRunner)", gr.Runner)
+	}
+	app := sample.Params{Temperature: 0.7, TopP: 0.9, MinP: 0.05, Seed: 1}
+	if !sr.SamplesOnDevice(app) {
+		t.Fatal("the runner does not draw the app's chat settings on its device")
+	}
+	if sr.SamplesOnDevice(sample.Params{Temperature: 0.7, RepeatPenalty: 1.1}) {
+		t.Fatal("the runner claims to draw with a repetition penalty, which needs the history")
+	}
+	if _, err := gr.Runner.Eval([]int{1, 403, 407}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	tok := 261
+	for i := 0; i < 4; i++ {
+		if tok, err = sr.Sample(tok, 3+i, app, 0.25*float64(i)+0.1, 0.25*float64(i+1)+0.1); err != nil {
+			t.Fatal(err)
+		}
+		if tok < 0 || tok >= m.Hyper.VocabSize {
+			t.Fatalf("step %d drew token %d of a %d-token vocabulary", i, tok, m.Hyper.VocabSize)
+		}
+	}
 }
