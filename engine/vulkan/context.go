@@ -78,7 +78,6 @@ type Context struct {
 	precompileOn     bool    // a resident model's decode pipelines are made ahead on several cores (VKLLM_GPU_PRECOMPILE; precompile.go)
 	windowsAhead     bool    // and its prompt windows' in the background after the load: VKLLM_GPU_PRECOMPILE on a GPU (not a CPU device such as lavapipe)
 	routeInExperts   bool    // a decode step's gate and up products choose the experts themselves (VKLLM_GPU_ROUTE_IN_EXPERTS, an A/B switch)
-	downRoundIn      bool    // a decode step's expert down products round the SwiGLU rows themselves (moe_down_x8_*_ri, VKLLM_GPU_DOWN_ROUND_IN, an A/B switch)
 	routerRoute      bool    // a decode step's f32 router chooses the experts in its last workgroup (VKLLM_GPU_ROUTER_ROUTE, an A/B switch)
 
 	pools    []*memPool

@@ -52,7 +52,6 @@ func (c *Context) selectNumericTier() {
 	c.windowsAhead = c.precompileOn && c.Info.Type != "cpu"
 	c.routeInExperts = config.GPURouteInExperts.Bool()
 	c.routerRoute = config.GPURouterRoute.Bool()
-	c.downRoundIn = config.GPUDownRoundIn.Bool()
 	c.ropeFold = config.GPURopeFold.Bool()
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.attFreshKV = config.GPUAttFreshKV.Bool()

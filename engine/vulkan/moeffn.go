@@ -553,18 +553,6 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 		stamp("swiglu")
 	}
-	if fold && r.c.moeDownRoundsIn(w.down.typ, ff, pairs) {
-		// the down products round the SwiGLU rows themselves: no rounding stage
-		sh, g := ms.out, ms.wts // not read without a shared expert
-		if w.shared != nil {
-			sh, g = ms.shared, ms.gateLogit
-		}
-		s.MoEDownX8RoundIn(w.down.typ, w.down.slices[0].binding(), hid, r.x.Range(0, uint64(4*dim)), ms.ids.All(), ms.wts.All(),
-			sh.All(), g.All(), ff, dim, p.Used, w.shared != nil)
-		s.Barrier()
-		stamp("ffn_down")
-		return
-	}
 	if x8Down {
 		s.QuantizeX8(hid, hidQ, hidS, ff, pairs, X8Input{Q8K: x8Q8K(w.down.typ)})
 		s.Barrier()

@@ -437,45 +437,6 @@ func (s *Seq) MoEDownX8(t quant.Type, w, xq, xs, x, ids, wts, sh, g Binding, k, 
 	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(used), gx, sh32), gx, gy, 1, w, xq, xs, x, ids, wts, sh, g)
 }
 
-// moeDownRoundInMax is the most values (used pairs × row length) moe_down_x8's ROUND_IN variant
-// rounds in its workgroup's shared memory (RI_MAX_V4 vec4s).
-const moeDownRoundInMax = 6144
-
-// moeDownRoundsIn reports whether a decode step's down products of type t over used rows of k
-// hidden values round those rows themselves (MoEDownX8RoundIn, VKLLM_GPU_DOWN_ROUND_IN).
-func (c *Context) moeDownRoundsIn(t quant.Type, k, used int) bool {
-	return c.downRoundIn && x8Kernel("moe_down_x8_", t) != "" && k%32 == 0 && k%blockElems(t) == 0 && used*k <= moeDownRoundInMax
-}
-
-// MoEDownX8RoundIn is MoEDownX8 over the pairs' hidden rows as f32 (hid, used rows of k): each
-// workgroup rounds them in its shared memory as QuantizeX8 rounds them for t (Q8_K's
-// 256-blocks for the K-quants and i-quants, 32-blocks for Q4_0 and Q8_0), then takes the same
-// int8 products, so x ends bit for bit as after QuantizeX8 and MoEDownX8, without the stage
-// between them. used·k is at most moeDownRoundInMax.
-func (s *Seq) MoEDownX8RoundIn(t quant.Type, w, hid, x, ids, wts, sh, g Binding, k, n, used int, shared bool) {
-	name := x8Kernel("moe_down_x8_", t)
-	if name == "" || k <= 0 || k%32 != 0 || k%blockElems(t) != 0 || n <= 0 || used <= 0 || used*k > moeDownRoundInMax {
-		s.fail(fmt.Errorf("moe down x8, rounding in: %v rows of %d elements (a kernel, a positive multiple of 32 and of the block), %d rows, %d pairs (at most %d values)", t, k, n, used, moeDownRoundInMax))
-		return
-	}
-	if hid.Size < uint64(4*used*k) || x.Size < uint64(4*n) {
-		s.fail(fmt.Errorf("moe down x8 %v, rounding in: hidden rows of %d bytes for %d rows of %d, residual of %d bytes for %d", t, hid.Size, used, k, x.Size, n))
-		return
-	}
-	sh32 := uint32(0)
-	if shared {
-		sh32 = 1
-	}
-	rows := moeX8Rows * s.c.subgroupsPerWorkgroup()
-	gx, gy := grid1D((n + rows - 1) / rows)
-	kern := s.kernel(name+"_ri", 8, 20)
-	if kern == nil {
-		return
-	}
-	// binding 2 (the rounded scales of MoEDownX8) is not read: hid stands in for it
-	s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(used), gx, sh32), gx, gy, 1, w, hid, hid, x, ids, wts, sh, g)
-}
-
 // moeX8Layout places the decode step's rounded MoE inputs in r.xq after the room projectX8
 // takes for a dim-wide input: the token's normed input, then its used pairs' hidden rows.
 // ok is false when r.xq is too small for them.

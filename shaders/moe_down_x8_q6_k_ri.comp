@@ -1,4 +1,0 @@
-#version 450
-#define T_Q6_K
-#define ROUND_IN
-#include "moe_down_x8.glsl"
