@@ -13,7 +13,8 @@
 #  4. runs `llama-bench -ngl 99 -p 512 -n 128 -r 5 -fa 0,1` on each, and `-d 4096 -fa 1` on the
 #     8B models,
 #  5. prints one markdown table (`vkllm results compare` of every JSON output): model, test,
-#     vkllm t/s, llama.cpp fa0 and fa1, vkllm over the best of them; then each model's load.
+#     vkllm t/s, llama.cpp fa0 and fa1, vkllm over the best of them (means, and medians of the
+#     repetitions); then each model's load.
 #
 # LLAMA_BENCH is the path of a llama-bench binary, xz-compressed (.xz) or not. Without one, or
 # when it does not start, only vkllm's side runs and the output says so. This script never

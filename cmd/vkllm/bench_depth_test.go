@@ -146,7 +146,7 @@ func TestResultsCompareTablesOurFileBesideAPeerFile(t *testing.T) {
 		t.Fatal("write inputs")
 	}
 	out, err := captureStdout(t, func() error { return runResults(context.Background(), []string{"compare", ours, peer}) })
-	if err != nil || !strings.Contains(out, "| llama 1B Q4_0 | tg128 @ d4096 | 128.00 ± 0.00 | 256.00 ± 0.00 | 0.50x |") {
+	if err != nil || !strings.Contains(out, "| llama 1B Q4_0 | tg128 @ d4096 | 128.00 ± 0.00 | 256.00 ± 0.00 | 0.50x | 0.50x |") {
 		t.Errorf("results compare (%v):\n%s", err, out)
 	}
 	if err := runResults(context.Background(), []string{"compare"}); !errors.Is(err, errUsage) {

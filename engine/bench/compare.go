@@ -58,6 +58,39 @@ func (c CompareRow) Ratio() float64 {
 	return c.Ours.AvgTs / best.AvgTs
 }
 
+// medianRate is a row's median repetition rate (the middle one, or the mean of the middle two),
+// its mean where the record holds no samples (an import without them).
+func medianRate(r Record) float64 {
+	if len(r.SamplesTs) == 0 {
+		return r.AvgTs
+	}
+	v := append([]float64(nil), r.SamplesTs...)
+	sort.Float64s(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// MedianRatio is our median repetition over the peer's best median (its settings compared by
+// their medians), 0 when either is missing. Unlike Ratio, one slow repetition on either side
+// (llama-bench's first timed one often runs slow on a GPU; seen 171 t/s beside nine at 235-240)
+// does not move it.
+func (c CompareRow) MedianRatio() float64 {
+	if c.Ours == nil {
+		return 0
+	}
+	best := 0.0
+	for _, r := range c.Peer {
+		best = max(best, medianRate(r))
+	}
+	if best <= 0 {
+		return 0
+	}
+	return medianRate(*c.Ours) / best
+}
+
 // Compare pairs records by model file and test. Rows come in the order the model files first
 // appear, each file's tests in llama-bench's order (by depth, pp before tg). A later record of
 // the same file, test, tool and setting replaces an earlier one.
@@ -138,8 +171,8 @@ func specLess(a, b Spec) bool {
 }
 
 // WriteComparison prints a comparison as markdown: who ran on what, the table (model, test,
-// vkllm t/s, one column per peer setting present, ratio to the peer's best), and the load of
-// each model vkllm timed.
+// vkllm t/s, one column per peer setting present, ratio to the peer's best mean, ratio of the
+// medians), and the load of each model vkllm timed.
 func WriteComparison(w io.Writer, rows []CompareRow) error {
 	var b strings.Builder
 	var ours, peer *Record
@@ -170,11 +203,11 @@ func WriteComparison(w io.Writer, rows []CompareRow) error {
 			fmt.Fprintf(&b, " %s |", strings.TrimSpace("llama.cpp "+s))
 		}
 	}
-	b.WriteString(" ratio vs best |\n|---|---|---:|")
+	b.WriteString(" ratio vs best | median ratio |\n|---|---|---:|")
 	for range cols {
 		b.WriteString("---:|")
 	}
-	b.WriteString("---:|\n")
+	b.WriteString("---:|---:|\n")
 	rate := func(r Record) string { return fmt.Sprintf("%.2f ± %.2f", r.AvgTs, r.StddevTs) }
 	for _, row := range rows {
 		cell := "-"
@@ -197,8 +230,13 @@ func WriteComparison(w io.Writer, rows []CompareRow) error {
 				ratio += " vs " + best
 			}
 		}
-		fmt.Fprintf(&b, " %s |\n", ratio)
+		med := "-"
+		if x := row.MedianRatio(); x > 0 {
+			med = fmt.Sprintf("%.2fx", x)
+		}
+		fmt.Fprintf(&b, " %s | %s |\n", ratio, med)
 	}
+	b.WriteString("\nratio vs best: our mean over the peer's best mean (llama-bench's own figures); median ratio: our median repetition over the peer's best median, which one slow repetition does not move\n")
 	loaded := map[string]bool{}
 	for _, row := range rows {
 		if o := row.Ours; o != nil && o.LoadMs > 0 && !loaded[row.File] {

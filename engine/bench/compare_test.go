@@ -89,11 +89,11 @@ func TestComparePairsToolsByFileAndTestInLlamaBenchOrder(t *testing.T) {
 	}
 	md := buf.String()
 	for _, w := range []string{
-		"| model | test | vkllm t/s | llama.cpp fa0 | llama.cpp fa1 | ratio vs best |",
-		"| pp512 | 5000.00 ± 0.00 | 40000.00 ± 0.00 | 50000.00 ± 0.00 | 0.10x vs fa1 |",
-		"| tg128 | 250.00 ± 0.00 | 1000.00 ± 0.00 | 830.00 ± 0.00 | 0.25x vs fa0 |",
-		"| pp512 | - | - | 11000.00 ± 0.00 | - |",
-		"| tg128 @ d4096 | 50.00 ± 0.00 | - | 200.00 ± 0.00 | 0.25x vs fa1 |",
+		"| model | test | vkllm t/s | llama.cpp fa0 | llama.cpp fa1 | ratio vs best | median ratio |",
+		"| pp512 | 5000.00 ± 0.00 | 40000.00 ± 0.00 | 50000.00 ± 0.00 | 0.10x vs fa1 | 0.10x |",
+		"| tg128 | 250.00 ± 0.00 | 1000.00 ± 0.00 | 830.00 ± 0.00 | 0.25x vs fa0 | 0.25x |",
+		"| pp512 | - | - | 11000.00 ± 0.00 | - | - |",
+		"| tg128 @ d4096 | 50.00 ± 0.00 | - | 200.00 ± 0.00 | 0.25x vs fa1 | 0.25x |",
 	} {
 		if !strings.Contains(md, w) {
 			t.Errorf("comparison lacks %q:\n%s", w, md)
@@ -111,5 +111,47 @@ func TestComparePairsToolsByFileAndTestInLlamaBenchOrder(t *testing.T) {
 	_ = WriteComparison(&buf, Compare(back))
 	if !strings.Contains(buf.String(), "load synth-8b-q4_k.gguf (llama 8B Q4_K): 4.58 GB in 1.21 s (3.8 GB/s) to resident") {
 		t.Errorf("comparison lacks the load line:\n%s", buf.String())
+	}
+}
+
+// The median ratio compares each side's middle repetition, so a peer whose first timed
+// repetition ran slow (as llama-bench's did on an H100: 171 t/s beside nine at 235-240) is not
+// flattered into a lower best, where the ratio of means is; even counts take the middle two's
+// mean, and a record without samples its mean.
+func TestMedianRatioIgnoresOneSlowRepetition(t *testing.T) {
+	rec := func(tool string, fa FlashAttn, ts ...float64) Record {
+		ns := make([]int64, len(ts))
+		for i, v := range ts {
+			ns[i] = int64(128 * 1e9 / v)
+		}
+		r := Record{Tool: tool, ModelFile: "m.gguf", NGen: 128, Summary: Summarize(ns, 128)}
+		if tool != "vkllm" {
+			r.FlashAttn = &fa
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name        string
+		ours        Record
+		peer        []Record
+		mean, media float64
+	}{
+		{"a slow first repetition", rec("vkllm", 0, 240, 241, 239), []Record{rec("llama-bench", 1, 171, 236, 237, 235, 236)}, 240.0 / 223.0, 240.0 / 236.0},
+		{"the best setting by median", rec("vkllm", 0, 190, 210), []Record{rec("llama-bench", 0, 100, 300, 310), rec("llama-bench", 1, 250, 250, 250)}, 200.0 / 250.0, 200.0 / 300.0},
+		{"no samples: the means", Record{Tool: "vkllm", ModelFile: "m.gguf", NGen: 128, Summary: Summary{AvgTs: 120}},
+			[]Record{{Tool: "llama-bench", ModelFile: "m.gguf", NGen: 128, Summary: Summary{AvgTs: 100}}}, 1.2, 1.2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := Compare(append([]Record{tc.ours}, tc.peer...))
+			if len(rows) != 1 {
+				t.Fatalf("%d rows, want 1", len(rows))
+			}
+			if got := rows[0].Ratio(); math.Abs(got-tc.mean) > 1e-3 {
+				t.Errorf("ratio of means %.4f, want %.4f", got, tc.mean)
+			}
+			if got := rows[0].MedianRatio(); math.Abs(got-tc.media) > 1e-3 {
+				t.Errorf("median ratio %.4f, want %.4f", got, tc.media)
+			}
+		})
 	}
 }
