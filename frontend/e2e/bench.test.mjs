@@ -219,6 +219,19 @@ test("two rows picked side by side show their ratio", async () => {
   const ratio = Number(await cmp.getAttribute("data-ratio"));
   assert.ok(Math.abs(ratio - rb / ra) < 0.01 * (rb / ra), `ratio ${ratio}, want ${rb}/${ra}`);
   assert.match(await page.locator("#run-compare-ratio").innerText(), /^×\d+\.\d{3} \(/);
+  // the ratio of the median repetitions, from the samples the card shows
+  const samples = async (col) =>
+    (await cmp.locator("tr", { hasText: "Samples" }).locator("td").nth(col).innerText()).split(", ").map(Number);
+  const median = (v) => {
+    const s = [...v].sort((x, y) => x - y), h = Math.floor(s.length / 2);
+    return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
+  };
+  const [sa, sb] = [await samples(0), await samples(1)];
+  assert.ok(sa.length > 0 && sb.length > 0 && sa.every(Number.isFinite) && sb.every(Number.isFinite), `samples ${sa} and ${sb}`);
+  const medRatio = Number(await cmp.getAttribute("data-median-ratio"));
+  const wantMed = median(sb) / median(sa);
+  assert.ok(Math.abs(medRatio - wantMed) < 0.01 * wantMed, `median ratio ${medRatio}, want ${wantMed}`);
+  assert.match(await page.locator("#run-compare-median-ratio").innerText(), /^×\d+\.\d{3} \(/);
 });
 
 test("an export imports again as nothing new, and says how many were duplicates", async () => {
