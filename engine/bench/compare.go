@@ -208,7 +208,15 @@ func WriteComparison(w io.Writer, rows []CompareRow) error {
 		b.WriteString("---:|")
 	}
 	b.WriteString("---:|---:|\n")
-	rate := func(r Record) string { return fmt.Sprintf("%.2f ± %.2f", r.AvgTs, r.StddevTs) }
+	noisy := false
+	rate := func(r Record) string {
+		cell := fmt.Sprintf("%.2f ± %.2f", r.AvgTs, r.StddevTs)
+		if n, _ := Noisy(r.AvgTs, r.StddevTs); n {
+			noisy = true
+			cell += " (noisy)"
+		}
+		return cell
+	}
 	for _, row := range rows {
 		cell := "-"
 		if row.Ours != nil {
@@ -237,6 +245,9 @@ func WriteComparison(w io.Writer, rows []CompareRow) error {
 		fmt.Fprintf(&b, " %s | %s |\n", ratio, med)
 	}
 	b.WriteString("\nratio vs best: our mean over the peer's best mean (llama-bench's own figures); median ratio: our median repetition over the peer's best median, which one slow repetition does not move\n")
+	if noisy {
+		fmt.Fprintf(&b, "(noisy): the spread is over %.0f%% of the mean, so the repetitions disagree too much for the mean to compare; the median ratio holds, or rerun with more repetitions on an idle machine\n", 100*NoisyShare)
+	}
 	loaded := map[string]bool{}
 	for _, row := range rows {
 		if o := row.Ours; o != nil && o.LoadMs > 0 && !loaded[row.File] {

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -151,6 +152,23 @@ func TestMedianRatioIgnoresOneSlowRepetition(t *testing.T) {
 			}
 			if got := rows[0].MedianRatio(); math.Abs(got-tc.media) > 1e-3 {
 				t.Errorf("median ratio %.4f, want %.4f", got, tc.media)
+			}
+			var buf bytes.Buffer
+			if err := WriteComparison(&buf, rows); err != nil {
+				t.Fatal(err)
+			}
+			md := buf.String()
+			noisyPeer := false
+			for _, p := range tc.peer {
+				if n, _ := Noisy(p.AvgTs, p.StddevTs); n {
+					noisyPeer = true
+				}
+			}
+			if strings.Contains(md, "(noisy)") != noisyPeer {
+				t.Errorf("noisy peer %v, the table says:\n%s", noisyPeer, md)
+			}
+			if want := fmt.Sprintf("| %.2fx |\n", tc.media); !strings.Contains(md, want) {
+				t.Errorf("the table lacks the median ratio %q:\n%s", want, md)
 			}
 		})
 	}
