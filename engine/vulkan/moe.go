@@ -31,7 +31,7 @@ func (s *Seq) MoERoute(logits, ids, wts Binding, experts, used, m int, gating mo
 		s.fail(fmt.Errorf("moe route for %d tokens: %w", m, cmp.Or(err, errors.New("no token"))))
 		return
 	}
-	kern := s.kernel(s.c.routeKernel("moe_route"), 3, 24)
+	kern := s.kernel(s.c.routeKernel("moe_route", experts), 3, 24)
 	if kern == nil {
 		return
 	}
@@ -57,7 +57,7 @@ func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, exp
 		s.fail(fmt.Errorf("router and route: %d rows of %d, %d used: a binding is too small", experts, k, used))
 		return
 	}
-	kern := s.kernel(s.c.routeKernel("router_route_f32"), 7, 28)
+	kern := s.kernel(s.c.routeKernel("router_route_f32", experts), 7, 28)
 	if kern == nil {
 		return
 	}
@@ -70,13 +70,18 @@ func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, exp
 }
 
 // routeKernel names the variant of a routing kernel (moe_route, router_route_f32) this context
-// takes: its _1sg variant, where the first subgroup alone chooses when it can hold every expert
-// (no barrier between choices; VKLLM_GPU_ROUTE_SUBGROUP), or the kernel itself.
-func (c *Context) routeKernel(name string) string {
-	if c.routeSubgroup {
-		return name + "_1sg"
+// takes for a router of experts: under VKLLM_GPU_ROUTE_SUBGROUP, where the first subgroup alone
+// chooses when it can hold every expert (no barrier between choices), _1sg4 where four a lane
+// hold them (its lanes keep 4 slots, not 16: fewer registers in every thread of the kernel),
+// else _1sg; without it, the kernel itself.
+func (c *Context) routeKernel(name string, experts int) string {
+	switch {
+	case !c.routeSubgroup:
+		return name
+	case experts <= 4*c.Info.SubgroupSize:
+		return name + "_1sg4"
 	}
-	return name
+	return name + "_1sg"
 }
 
 // checkRouting reports why moe_route's choice (moe_route.glsl) cannot route used of experts

@@ -206,7 +206,7 @@ func TestResidentMoESynthModelsMatchLlamaCpp(t *testing.T) {
 				if x8 && c.routerNorm && (m.Hyper.MoE.SharedFFN == 0 || c.normF32 && c.sharedX8) {
 					routerKernel = "matvec_norm_f32"
 					if m.Hyper.MoE.SharedFFN == 0 && c.routerRoute && !c.routeInExperts {
-						routerKernel = c.routeKernel("router_route_f32")
+						routerKernel = c.routeKernel("router_route_f32", m.Hyper.MoE.Experts)
 					}
 				}
 				forgetKernels(c, routerKernel)

@@ -44,7 +44,7 @@ func testRouterRouteEqualsProductThenRoute(t *testing.T, c *Context) {
 		{4096, 60, 6, model.GatingSoftmaxSelected, true, 1, true},
 		{512, 60, 4, model.GatingSoftmax, false, 1, false},
 	} {
-		t.Run(fmt.Sprintf("%s/k%d/e%d/u%d/%v/norm%v/tie%v", c.routeKernel("router_route_f32"), tc.k, tc.experts, tc.used, tc.gating, tc.norm, tc.tie), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/k%d/e%d/u%d/%v/norm%v/tie%v", c.routeKernel("router_route_f32", tc.experts), tc.k, tc.experts, tc.used, tc.gating, tc.norm, tc.tie), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(tc.k + tc.experts*10 + tc.used)))
 			w, g, x0 := randVec(rng, tc.k*tc.experts, 0.05), randVec(rng, tc.k, 1), randVec(rng, tc.k, 3)
 			if tc.tie {
@@ -130,7 +130,7 @@ func TestMoEDecodeRouterRoutes(t *testing.T) {
 	defer func(x8, norm, on bool) { c.x8, c.routerNorm, c.routerRoute = x8, norm, on }(c.x8, c.routerNorm, c.routerRoute)
 	c.x8, c.routerNorm = true, true
 	m := loadTiny(t, "", "qwen3moe", quant.Q4_K, 9)
-	logits, barriers := decodeSwitched(t, c, m, c.routeKernel("router_route_f32"), func(on bool) { c.routerRoute = on })
+	logits, barriers := decodeSwitched(t, c, m, c.routeKernel("router_route_f32", m.Hyper.MoE.Experts), func(on bool) { c.routerRoute = on })
 	if d := barriers[false] - barriers[true]; d != len(m.Layers) {
 		t.Errorf("the decode step has %d barriers with the router routing, %d without: want %d fewer", barriers[true], barriers[false], len(m.Layers))
 	}
