@@ -150,8 +150,11 @@ func u32Bytes(v []uint32) []byte {
 // on the H200 gave the route stage ~20 µs a layer, about 12 more than a stage as small as
 // rope_kv. Then the router's normed product (matvec_norm_f32, 2048 wide) alone and followed by
 // moe_route (the two stages a decode step records), and the decode step's normed int8 rounding
-// (quantize_x8 with the norm) of 2048 and 4096: the small stages whose time is latency.
-// Run on a real GPU: -test.run '^$' -test.bench MoERoute -test.benchtime 3x.
+// (quantize_x8 with the norm) of 2048 and 4096: the small stages whose time is latency; and
+// router_route_f32, the product and route in one dispatch as the decode step records them.
+// Under VKLLM_GPU_ROUTE_SUBGROUP=1 the routes are the one-subgroup variants (_1sg4, _1sg).
+// Run on a real GPU: -test.run '^$' -test.bench MoERoute -test.benchtime 3x (the lines it
+// prints start with the kernel's name, not "Benchmark").
 func BenchmarkMoERoute(b *testing.B) {
 	c := ctxOrSkip(b)
 	if c.Info.Type == "cpu" {
@@ -182,8 +185,12 @@ func BenchmarkMoERoute(b *testing.B) {
 			s.Barrier()
 			s.MoERoute(logits.All(), ids.All(), wts.All(), experts, used, 1, model.GatingSoftmax, true, 1)
 		})
-		fmt.Printf("router %dx%d f32 normed product: %.2f us (%.0f GB/s); product then moe_route: %.2f us\n",
-			experts, dim, product/1e3, float64(4*experts*dim)/product, apart/1e3)
+		arrivals := benchBuffer(b, c, make([]byte, 4)) // router_route_f32 leaves its count at 0
+		fused := bestNsPerRep(b, c, reps, func(s *Seq) {
+			s.RouterRouteF32(w.All(), x.All(), g.All(), logits.All(), ids.All(), wts.All(), arrivals.All(), dim, experts, used, 1e-6, model.GatingSoftmax, true, 1)
+		})
+		fmt.Printf("router %dx%d f32 normed product: %.2f us (%.0f GB/s); product then moe_route: %.2f us; %s: %.2f us\n",
+			experts, dim, product/1e3, float64(4*experts*dim)/product, apart/1e3, c.routeKernel("router_route_f32", experts), fused/1e3)
 	}
 	for _, k := range []int{2048, 4096} {
 		xk, gk := benchBuffer(b, c, f32Bytes(randVec(rng, k, 1))), benchBuffer(b, c, f32Bytes(randVec(rng, k, 1)))
