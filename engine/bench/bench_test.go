@@ -275,7 +275,8 @@ func (w *warmingEvaluator) Eval(tokens []int, pos int, _ bool) ([]float32, error
 func (w *warmingEvaluator) Reset() {}
 
 // With SteadyWarmup the warm-up runs go on while a short run still speeds up by more than 10%
-// (at most five), and none of them is a sample; without it there is one, as llama-bench's.
+// (at most five; the first, which creates a GPU's pipelines, is always followed by a second),
+// and none of them is a sample; without it there is one, as llama-bench's.
 func TestSteadyWarmupWarmsUntilRunsAreSteady(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
@@ -288,7 +289,8 @@ func TestSteadyWarmupWarmsUntilRunsAreSteady(t *testing.T) {
 		{"until steady", true, []time.Duration{200 * ms, 100 * ms, 50 * ms}, 4},
 		{"steady at once", true, []time.Duration{50 * ms}, 2},
 		{"at most five", true, []time.Duration{300 * ms, 200 * ms, 120 * ms, 80 * ms, 50 * ms, 25 * ms}, 5},
-		{"a long run warms by itself", true, []time.Duration{1100 * ms, 50 * ms}, 1},
+		{"a long run warms by itself", true, []time.Duration{1100 * ms, 1100 * ms, 50 * ms}, 2},
+		{"a long first run is the pipelines' creation", true, []time.Duration{1100 * ms, 50 * ms}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := &warmingEvaluator{times: tc.times}

@@ -259,7 +259,9 @@ func Run(ctx context.Context, ev Evaluator, cfg Config, progress func(Progress))
 // H200 a 60 ms pp512's first warm-up (pipelines created, staging learnt: 300 ms) left the GPU's
 // clocks low, and the first timed repetition ran at half speed in two processes of three
 // (docs/PERF.md, session 17); llama-bench, whose warm-up is GPU work alone, showed no slow first
-// repetition. A run of a second or more warms the device by itself.
+// repetition. A run of a second or more warms the device by itself, except the first: it
+// creates the pipelines (a second and more on lavapipe under load, where a test's runs then
+// take 50 ms), so its time says nothing of the device's and a second warm-up always follows.
 const (
 	warmupMax    = 5
 	warmupShort  = time.Second
@@ -269,11 +271,11 @@ const (
 // moreWarmup reports whether another warm-up run follows done runs, the last two of which took
 // prev (zero after the first) and last.
 func moreWarmup(done int, prev, last time.Duration) bool {
-	if done >= warmupMax || last >= warmupShort {
-		return false
-	}
 	if done == 1 {
 		return true
+	}
+	if done >= warmupMax || last >= warmupShort {
+		return false
 	}
 	return math.Abs(float64(last-prev)) > warmupSteady*float64(prev)
 }

@@ -2,8 +2,9 @@
 // does, so a vkllm row can sit beside a llama-bench row and mean the same thing: pp N is one
 // batched prefill of N synthetic tokens from an empty cache, tg N is N single-token decode steps
 // from an empty cache, untimed warm-up runs precede the timed repetitions (one, as llama-bench's;
-// on a GPU up to five while runs under a second still speed up: Config.SteadyWarmup), and a row
-// is the mean of the per-repetition rates with their sample standard deviation (n-1).
+// on a GPU at least two and up to five while runs under a second still speed up:
+// Config.SteadyWarmup), and a row is the mean of the per-repetition rates with their sample
+// standard deviation (n-1).
 package bench
 
 import "math"
