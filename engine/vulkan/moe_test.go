@@ -90,6 +90,10 @@ func TestMoERouteSelectsTheReferenceExpertsAndWeights(t *testing.T) {
 		c.routeSubgroup = oneSubgroup
 		testMoERouteAgainstReference(t, c)
 	}
+	// 8 experts fit four a lane on any subgroup: the four-slot variant chose them
+	if _, made := c.kernels["moe_route_1sg4"]; !made {
+		t.Errorf("moe_route_1sg4 was not made: the one-subgroup route of 8 experts took another variant")
+	}
 }
 
 // testMoERouteAgainstReference runs each case on the variant routeKernel names for its experts
