@@ -45,16 +45,25 @@ func vulkanOrSkip(t *testing.T) {
 	}
 }
 
-func TestArmsUnderAGenerousPinAndRunsTheModel(t *testing.T) {
+// loadPinned loads the shared stories260K on the Vulkan backend under a 1024 MiB pin (lavapipe
+// reports no budget) with a context of ctxLen, the runner closed when the test ends; it skips
+// where there is no Vulkan.
+func loadPinned(t *testing.T, ctxLen int) (engine.GPURunner, *model.Model) {
+	t.Helper()
 	vulkanOrSkip(t)
 	f, m := openModel(t)
 	t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
 	t.Setenv("VKLLM_DEVICE", "")
-	gr, err := New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 256})
+	gr, err := New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: ctxLen})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer gr.Runner.Close()
+	t.Cleanup(func() { gr.Runner.Close() })
+	return gr, m
+}
+
+func TestArmsUnderAGenerousPinAndRunsTheModel(t *testing.T) {
+	gr, _ := loadPinned(t, 256)
 	if gr.Backend != "vulkan" || gr.Placement != "resident" || gr.Context != 256 {
 		t.Fatalf("runner %+v, want vulkan resident at ctx 256", gr)
 	}
@@ -231,15 +240,7 @@ func TestStoredPinArmsAndTheEnvironmentPinWins(t *testing.T) {
 // the switch off or with the chain unwired, the app's chat falls back to the host's draw and
 // this fails.
 func TestTheRunnerDrawsTheAppsSamplingOnItsDevice(t *testing.T) {
-	vulkanOrSkip(t)
-	f, m := openModel(t)
-	t.Setenv("VKLLM_GPU_VRAM_MB", "1024")
-	t.Setenv("VKLLM_DEVICE", "")
-	gr, err := New(context.Background(), f, m, engine.LoadOptions{DeviceIndex: -1, Context: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gr.Runner.Close()
+	gr, m := loadPinned(t, 64)
 	sr, ok := gr.Runner.(engine.SamplingRunner)
 	if !ok {
 		t.Fatalf("the runner %T does not draw on its device (engine.SamplingRunner)", gr.Runner)
@@ -256,6 +257,7 @@ func TestTheRunnerDrawsTheAppsSamplingOnItsDevice(t *testing.T) {
 	}
 	tok := 261
 	for i := 0; i < 4; i++ {
+		var err error
 		if tok, err = sr.Sample(tok, 3+i, app, 0.25*float64(i)+0.1, 0.25*float64(i+1)+0.1); err != nil {
 			t.Fatal(err)
 		}
