@@ -48,10 +48,7 @@ func BenchmarkDecodeMatvec(b *testing.B) {
 // kernel, more a GEMM tier), GPU time from timestamps over 16 products per submit: what a short
 // chat turn's prompt costs. Run on a real GPU: -test.run '^$' -test.bench ShortPrompt -test.benchtime 3x.
 func BenchmarkShortPromptProducts(b *testing.B) {
-	c := ctxOrSkip(b)
-	if c.Info.Type == "cpu" {
-		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
-	}
+	c := gpuCtxOrSkip(b)
 	const k, n, reps = 4096, 14336, 16
 	rng := rand.New(rand.NewSource(2))
 	xb := benchBuffer(b, c, f32Bytes(randVec(rng, k*16, 1)))
@@ -148,10 +145,7 @@ func BenchmarkFusedDecode(b *testing.B) {
 // left ~0.3 and ~0.5 ms a token unstamped for these vocabularies. Run on a real GPU:
 // -test.run '^$' -test.bench Argmax -test.benchtime 3x.
 func BenchmarkArgmax(b *testing.B) {
-	c := ctxOrSkip(b)
-	if c.Info.Type == "cpu" {
-		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
-	}
+	c := gpuCtxOrSkip(b)
 	const reps = 8
 	rng := rand.New(rand.NewSource(7))
 	out, arrivals := benchBuffer(b, c, make([]byte, 4)), benchBuffer(b, c, make([]byte, 4))

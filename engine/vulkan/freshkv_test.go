@@ -171,10 +171,7 @@ func TestDecodeAttentionTakesTheStepsKeysFresh(t *testing.T) {
 // attention_flash (two stages), attention_flash_rn (one), and attention_flash alone (the
 // floor). Run on a real GPU: -test.run '^$' -test.bench FreshKVAttention -test.benchtime 3x.
 func BenchmarkFreshKVAttention(b *testing.B) {
-	c := ctxOrSkip(b)
-	if c.Info.Type == "cpu" {
-		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
-	}
+	c := gpuCtxOrSkip(b)
 	defer func(on bool) { c.attFreshKV = on }(c.attFreshKV)
 	c.attFreshKV = true
 	if c.exact || c.freshKVKernel(1, 128, 32, 4, 128) == "" {

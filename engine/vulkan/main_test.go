@@ -38,6 +38,17 @@ func ctxOrSkip(t testing.TB) *Context {
 	return testCtx
 }
 
+// gpuCtxOrSkip is ctxOrSkip for a benchmark that times kernels: it also skips on a CPU device
+// (lavapipe), whose timings say nothing about a GPU.
+func gpuCtxOrSkip(b *testing.B) *Context {
+	b.Helper()
+	c := ctxOrSkip(b)
+	if c.Info.Type == "cpu" {
+		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
+	}
+	return c
+}
+
 // benchBuffer uploads data to a device buffer freed when the benchmark ends.
 func benchBuffer(b *testing.B, c *Context, data []byte) *Buffer {
 	b.Helper()

@@ -18,10 +18,7 @@ import (
 // weights and random distinct experts for the routing. Run on a real GPU:
 // -test.run '^$' -test.bench MoEExperts -test.benchtime 3x.
 func BenchmarkMoEExperts(b *testing.B) {
-	c := ctxOrSkip(b)
-	if c.Info.Type == "cpu" {
-		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
-	}
+	c := gpuCtxOrSkip(b)
 	const dim, ne, ff, used, reps = 2048, 128, 768, 8, 8
 	rng := rand.New(rand.NewSource(4))
 	for _, typ := range []quant.Type{quant.Q4_K, quant.IQ2_XXS, quant.Q8_0} {
@@ -156,10 +153,7 @@ func u32Bytes(v []uint32) []byte {
 // Run on a real GPU: -test.run '^$' -test.bench MoERoute -test.benchtime 3x (the lines it
 // prints start with the kernel's name, not "Benchmark").
 func BenchmarkMoERoute(b *testing.B) {
-	c := ctxOrSkip(b)
-	if c.Info.Type == "cpu" {
-		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
-	}
+	c := gpuCtxOrSkip(b)
 	const reps, used = 32, 8
 	rng := rand.New(rand.NewSource(5))
 	ids, wts := benchBuffer(b, c, make([]byte, 4*used)), benchBuffer(b, c, make([]byte, 4*used))

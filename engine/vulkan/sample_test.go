@@ -289,10 +289,7 @@ func TestSampledChainDrawsAsTheHost(t *testing.T) {
 // under the app's settings, llama.cpp's (top-k 40) and the temperature alone, beside the greedy
 // step's argmax_wide. Run on a real GPU: -test.run '^$' -test.bench SampleToken -test.benchtime 3x.
 func BenchmarkSampleToken(b *testing.B) {
-	c := ctxOrSkip(b)
-	if c.Info.Type == "cpu" {
-		b.Skipf("%s is a CPU device: its timings say nothing about a GPU", c.Info.Name)
-	}
+	c := gpuCtxOrSkip(b)
 	const reps = 8
 	rng := rand.New(rand.NewSource(3))
 	out, arrivals := benchBuffer(b, c, make([]byte, 8)), benchBuffer(b, c, make([]byte, 4))
