@@ -172,17 +172,13 @@ void main() {
 
     coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
         coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
-#if defined(CM2_FAST) && defined(CM2_XH)
+#if defined(CM2_FAST) && defined(T_F16) && defined(CM2_XH)
     // CM2_FAST: a tile wholly inside W and X whose rows start 16-byte aligned loads them
     // through layouts without a clamp mode, their strides rounded down to a multiple of 8
     // elements (a no-op here that tells the compiler so), CM2_UNROLL K steps at a time; the
-    // result's store stays clamped. Edge tiles take the clamping loop below. Quantized weights
-    // keep their block size (rows of K/QK whole blocks, K a multiple of QK by contract).
+    // result's store stays clamped. Edge tiles take the clamping loop below.
     if (r0 + BM <= p.N && t0 + BN <= p.M && (p.K & 7u) == 0u && (p.xStride & 7u) == 0u) {
         tensorLayoutNV<2> fw = createTensorLayoutNV(2);
-#if !defined(T_F16)
-        fw = setTensorLayoutBlockSizeNV(fw, 1, QK);
-#endif
         fw = setTensorLayoutDimensionNV(fw, p.N, p.K);
         fw = setTensorLayoutStrideNV(fw, p.K & ~7u, 1);
         tensorLayoutNV<2> fx = createTensorLayoutNV(2);

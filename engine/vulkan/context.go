@@ -41,7 +41,6 @@ type Context struct {
 	cm2All           bool    // every cm2Types type takes them, not only cm2Faster (VKLLM_GPU_CM2=1)
 	cm2Stage         bool    // quantized prefill products stage their rows as fp16 for the cm2 F16 kernel (VKLLM_GPU_CM2_STAGE=1)
 	cm2F16           cm2Tile // the cm2 F16 kernel's tile (VKLLM_GPU_CM2_TILE, an A/B switch)
-	cm2Quant         string  // the tile of the cm2 kernels that decode quantized blocks in the load (VKLLM_GPU_CM2_QTILE, an A/B switch; cm2QuantTile)
 	stageAhead       bool    // a prefill product runs beside the next fp16 staging (VKLLM_GPU_STAGE_AHEAD, an A/B switch; staging.go)
 	splitCap         int     // the most position ranges split attention takes (VKLLM_GPU_ATT_SPLITS, an A/B switch; 0: maxAttentionSplits)
 	ropeFold         bool    // the decode step's q/k/v products end as rope_kv does (VKLLM_GPU_ROPE_FOLD, an A/B switch)

@@ -262,7 +262,6 @@ func (c *Context) selectGEMMTier() {
 	c.cm2All = config.GPUCM2.Bool()
 	c.cm2Stage = config.GPUCM2Stage.Bool()
 	c.cm2F16 = chooseCM2Tile(config.GPUCM2Tile.String())
-	c.cm2Quant = chooseCM2QuantTile(config.GPUCM2QTile.String())
 	if c.cm2Able {
 		switch {
 		case c.cm2All:
@@ -314,42 +313,6 @@ func chooseCM2Tile(v string) cm2Tile {
 	}
 	slog.Warn("VKLLM_GPU_CM2_TILE names no cm2 tile; the default serves", "value", v, "candidates", "128x128x64f, 64x128x64")
 	return cm2DefaultTile
-}
-
-// cm2QuantTiles are the tiles of the cm2 kernels that decode quantized blocks in the load
-// (matmul_cm2x_<type>_<tile>, every cm2Types type but F16), by VKLLM_GPU_CM2_QTILE's value:
-// 128x128, 32 or 64 deep, interior tiles on the unclamped unrolled path as the F16 default
-// takes them. "64x128x32" names the clamped kernel before them (matmul_cm2_<type>).
-var cm2QuantTiles = map[string]cm2Tile{
-	"128x128x64f": {"128x128x64f", 128, 128, 64},
-	"128x128x32f": {"128x128x32f", 128, 128, 32},
-	"64x128x32":   {"", cm2BM, cm2BN, cm2BK},
-}
-
-// cm2DefaultQuantTile is VKLLM_GPU_CM2_QTILE's default.
-const cm2DefaultQuantTile = "128x128x64f"
-
-// chooseCM2QuantTile returns the VKLLM_GPU_CM2_QTILE candidate v names, or the default for
-// "" and for a value not among the candidates (which it logs).
-func chooseCM2QuantTile(v string) string {
-	v = strings.TrimSpace(v)
-	if _, ok := cm2QuantTiles[v]; ok {
-		return v
-	}
-	if v != "" {
-		slog.Warn("VKLLM_GPU_CM2_QTILE names no cm2 tile; the default serves", "value", v, "candidates", "128x128x64f, 128x128x32f, 64x128x32")
-	}
-	return cm2DefaultQuantTile
-}
-
-// quantTile is the cm2 kernel and tile for weights of quantized type t (weight suffix suf)
-// with k-element rows: the context's VKLLM_GPU_CM2_QTILE candidate where k is a multiple of
-// its depth, else the clamped matmul_cm2_<suf> at cm2BM x cm2BN x cm2BK.
-func (c *Context) quantTile(suf string, k int) cm2Tile {
-	if t, ok := cm2QuantTiles[c.cm2Quant]; ok && t.kernel != "" && k%t.bk == 0 {
-		return cm2Tile{"matmul_cm2x_" + suf + "_" + t.kernel, t.bm, t.bn, t.bk}
-	}
-	return cm2Tile{"matmul_cm2_" + suf, cm2BM, cm2BN, cm2BK}
 }
 
 var cm2Types = map[quant.Type]bool{quant.Q4_0: true, quant.Q8_0: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true, quant.F16: true}
@@ -519,11 +482,8 @@ func (s *Seq) MatMulF16X(t quant.Type, w, xh, y Binding, k, n, m, yStride int, a
 		return
 	}
 	tile := cm2Tile{"matmul_cm2_" + suf, cm2BM, cm2BN, cm2BK}
-	switch {
-	case t == quant.F16 && k%s.c.cm2F16.bk == 0:
+	if t == quant.F16 && k%s.c.cm2F16.bk == 0 {
 		tile = s.c.cm2F16
-	case t != quant.F16:
-		tile = s.c.quantTile(suf, k)
 	}
 	gx, gy := (n+tile.bm-1)/tile.bm, (m+tile.bn-1)/tile.bn
 	if gx > maxGroups || gy > maxGroups {

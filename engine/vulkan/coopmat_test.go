@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand"
-	"slices"
 	"strings"
 	"testing"
 
@@ -109,17 +107,7 @@ func TestCoopmatGEMMMatchesReferenceForEveryWeightType(t *testing.T) {
 		t.Logf("cooperative matrix 2 kernels not checked: %s", c.cm2Reason)
 	}
 	for _, set := range kernelSets {
-		if set != "cm2" {
-			t.Run(set, func(t *testing.T) { checkCoopmatTypes(t, c, set) })
-			continue
-		}
-		// The quantized types' cm2 kernels at every VKLLM_GPU_CM2_QTILE candidate.
-		prev := c.cm2Quant
-		for _, v := range slices.Sorted(maps.Keys(cm2QuantTiles)) {
-			c.cm2Quant = v
-			t.Run(set+"/"+v, func(t *testing.T) { checkCoopmatTypes(t, c, set) })
-		}
-		c.cm2Quant = prev
+		t.Run(set, func(t *testing.T) { checkCoopmatTypes(t, c, set) })
 	}
 }
 
@@ -255,7 +243,7 @@ func TestCM2IsAbleWhereTheDeviceReportsIt(t *testing.T) {
 		}
 		return logits
 	}
-	direct, staged := eval(false, c.quantTile("q4_0", loadShared(t, "rand-llama-q4_0").Hyper.Dim).kernel), eval(true, "dequant_f16_q4_0")
+	direct, staged := eval(false, "matmul_cm2_q4_0"), eval(true, "dequant_f16_q4_0")
 	// Prefill attention takes the one-pass cm2 kernel over spans of cm2AttentionMinSpan
 	// positions and more (VKLLM_GPU_ATT_CM2), the two-pass KHR kernel over shorter ones.
 	if hd := loadShared(t, "rand-llama-q4_0").Hyper.HeadDim; c.attCM2 && (hd == 64 || hd == 128) {
@@ -398,11 +386,11 @@ func BenchmarkPrefillGEMMTiers(b *testing.B) {
 }
 
 // BenchmarkCM2Tiles times the cooperative matrix 2 kernels and their candidates (the
-// matmul_cm2x_* shaders: the F16 kernel at other tile shapes, the quantized types' kernels on
-// the unclamped 128x128 path) against the KHR kernel on the GEMMs of an 8B prefill window (512
-// tokens: 4096x4096, 14336x4096, 4096x14336): quantized weights decoded in the cm2 load, and
-// staged as fp16 first (DequantF16, timed with the product), and checks each candidate's
-// output against the first kernel of its weight type (max |Δ| printed). Run: -test.run '^$' -test.bench CM2Tiles -test.benchtime 1x.
+// matmul_cm2x_* shaders: the F16 kernel at other tile shapes) against the KHR kernel on the
+// GEMMs of an 8B prefill window (512 tokens: 4096x4096, 14336x4096, 4096x14336): quantized
+// weights decoded in the cm2 load, and staged as fp16 first (DequantF16, timed with the
+// product), and checks each candidate's output against the first kernel of its weight type
+// (max |Δ| printed). Run: -test.run '^$' -test.bench CM2Tiles -test.benchtime 1x.
 func BenchmarkCM2Tiles(b *testing.B) {
 	c := ctxOrSkip(b)
 	if !c.cm2Able {
@@ -422,18 +410,9 @@ func BenchmarkCM2Tiles(b *testing.B) {
 		{"matmul_cm2_f16", quant.Q4_K, true, cm2BM, cm2BN, true},
 		{"matmul_cm2x_f16_64x128x64", quant.Q4_K, true, 64, 128, true},
 		{"matmul_cm2x_f16_128x128x64f", quant.Q4_K, true, 128, 128, true},
-		{"matmul_cm2x_q4_k_128x128x32f", quant.Q4_K, true, 128, 128, false},
-		{"matmul_cm2x_q4_k_128x128x64f", quant.Q4_K, true, 128, 128, false},
 		{"matmul_coopmat_q4_0", quant.Q4_0, false, 128, 128, false},
 		{"matmul_cm2_q4_0", quant.Q4_0, true, cm2BM, cm2BN, false},
 		{"matmul_cm2_f16", quant.Q4_0, true, cm2BM, cm2BN, true},
-		{"matmul_cm2x_f16_128x128x64f", quant.Q4_0, true, 128, 128, true},
-		{"matmul_cm2x_q4_0_128x128x32f", quant.Q4_0, true, 128, 128, false},
-		{"matmul_cm2x_q4_0_128x128x64f", quant.Q4_0, true, 128, 128, false},
-		{"matmul_coopmat_q6_k", quant.Q6_K, false, 128, 128, false},
-		{"matmul_cm2x_f16_128x128x64f", quant.Q6_K, true, 128, 128, true},
-		{"matmul_cm2x_q6_k_128x128x32f", quant.Q6_K, true, 128, 128, false},
-		{"matmul_cm2x_q6_k_128x128x64f", quant.Q6_K, true, 128, 128, false},
 		{"matmul_coopmat_f16", quant.F16, false, 128, 128, false},
 		{"matmul_cm2_f16", quant.F16, true, cm2BM, cm2BN, false},
 	}
@@ -455,7 +434,7 @@ func BenchmarkCM2Tiles(b *testing.B) {
 		stage := benchBuffer(b, c, make([]byte, 2*n*k))
 		weights := map[quant.Type]*Buffer{}
 		want := map[quant.Type][]float32{}
-		for _, typ := range []quant.Type{quant.Q4_K, quant.Q4_0, quant.Q6_K, quant.F16} {
+		for _, typ := range []quant.Type{quant.Q4_K, quant.Q4_0, quant.F16} {
 			wq, err := quant.Quantize(typ, randVec(rng, k*n, 0.05))
 			if err != nil {
 				b.Fatal(err)
@@ -530,39 +509,6 @@ func TestCM2TileSwitchNamesEmbeddedKernels(t *testing.T) {
 	for _, v := range []string{"", " ", "32x32x32", "64x128x64_in"} {
 		if got := chooseCM2Tile(v); got != cm2DefaultTile {
 			t.Errorf("%q: %+v, want the default", v, got)
-		}
-	}
-}
-
-// TestCM2QuantTileSwitchNamesEmbeddedKernels checks that every VKLLM_GPU_CM2_QTILE candidate
-// names an embedded kernel for every quantized cm2 type, that a row length its depth does not
-// divide falls back to the clamped kernel, and that an empty or unknown value keeps the default.
-func TestCM2QuantTileSwitchNamesEmbeddedKernels(t *testing.T) {
-	for v, tile := range cm2QuantTiles {
-		c := &Context{cm2Quant: chooseCM2QuantTile(v)}
-		if c.cm2Quant != v {
-			t.Fatalf("%q: chose %q", v, c.cm2Quant)
-		}
-		for typ := range cm2Types {
-			suf, _ := weightSuffix(typ)
-			if typ == quant.F16 {
-				continue
-			}
-			got := c.quantTile(suf, 4096)
-			if got.bm != tile.bm || got.bn != tile.bn || got.bk != tile.bk || !strings.HasPrefix(v, fmt.Sprintf("%dx%dx%d", got.bm, got.bn, got.bk)) {
-				t.Errorf("%q %v: tile %+v", v, typ, got)
-			}
-			if _, err := shaders.SPIRV(got.kernel); err != nil {
-				t.Errorf("%q %v: %v", v, typ, err)
-			}
-			if odd := c.quantTile(suf, 4096+32); odd.bk > 32 || odd.kernel != "matmul_cm2_"+suf && tile.bk > 32 {
-				t.Errorf("%q %v: rows of 4128 elements take %+v", v, typ, odd)
-			}
-		}
-	}
-	for _, v := range []string{"", " ", "32x32x32", "128x128x64"} {
-		if got := chooseCM2QuantTile(v); got != cm2DefaultQuantTile {
-			t.Errorf("%q: %q, want the default", v, got)
 		}
 	}
 }
