@@ -70,18 +70,16 @@ func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, exp
 }
 
 // routeKernel names the variant of a routing kernel (moe_route, router_route_f32) this context
-// takes for a router of experts: under VKLLM_GPU_ROUTE_SUBGROUP, where the first subgroup alone
-// chooses when it can hold every expert (no barrier between choices), _1sg4 where four a lane
-// hold them (its lanes keep 4 slots, not 16: fewer registers in every thread of the kernel),
-// else _1sg; without it, the kernel itself.
+// takes for a router of experts: under VKLLM_GPU_ROUTE_SUBGROUP (on by default), _1sg4 where
+// the first subgroup's lanes hold every expert four a lane, so that it alone chooses with no
+// barrier between choices (H100, 30B-A3B Q4_K tg128 +3.3%); else the kernel itself, whose
+// workgroup chooses with a barrier a choice. (A 16-slot form for up to 16 experts a lane was
+// slower at 128 and at 256 experts, its registers in every thread: docs/PERF.md, sessions 27-28.)
 func (c *Context) routeKernel(name string, experts int) string {
-	switch {
-	case !c.routeSubgroup:
-		return name
-	case experts <= 4*c.Info.SubgroupSize:
+	if c.routeSubgroup && experts <= 4*c.Info.SubgroupSize {
 		return name + "_1sg4"
 	}
-	return name + "_1sg"
+	return name
 }
 
 // checkRouting reports why moe_route's choice (moe_route.glsl) cannot route used of experts

@@ -149,7 +149,7 @@ func u32Bytes(v []uint32) []byte {
 // moe_route (the two stages a decode step records), and the decode step's normed int8 rounding
 // (quantize_x8 with the norm) of 2048 and 4096: the small stages whose time is latency; and
 // router_route_f32, the product and route in one dispatch as the decode step records them.
-// Under VKLLM_GPU_ROUTE_SUBGROUP=1 the routes are the one-subgroup variants (_1sg4, _1sg).
+// Under VKLLM_GPU_ROUTE_SUBGROUP=1 (the default) the routes are the one-subgroup variants (_1sg4) where they hold the experts.
 // Run on a real GPU: -test.run '^$' -test.bench MoERoute -test.benchtime 3x (the lines it
 // prints start with the kernel's name, not "Benchmark").
 func BenchmarkMoERoute(b *testing.B) {

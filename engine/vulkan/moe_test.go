@@ -81,8 +81,8 @@ func routeRef(logits []float64, used int, gating model.Gating, norm bool, scale 
 // the lower index as engine/cpu's topK sends them. The logits are spread (σ = 2) so the
 // reference's top-k has no near-ties the f32 arithmetic could reorder. Both routes, whatever
 // the default: the workgroup's, a barrier a choice, and the one subgroup's where its lanes
-// hold every expert (moe_route_1sg, VKLLM_GPU_ROUTE_SUBGROUP; on lavapipe's 8 lanes up to 128
-// experts, the larger cases take the workgroup's path inside it).
+// hold every expert four a lane (moe_route_1sg4, VKLLM_GPU_ROUTE_SUBGROUP; on lavapipe's 8
+// lanes up to 32 experts, the larger cases take moe_route).
 func TestMoERouteSelectsTheReferenceExpertsAndWeights(t *testing.T) {
 	c := ctxOrSkip(t)
 	defer func(on bool) { c.routeSubgroup = on }(c.routeSubgroup)
@@ -97,9 +97,10 @@ func TestMoERouteSelectsTheReferenceExpertsAndWeights(t *testing.T) {
 }
 
 // testMoERouteAgainstReference runs each case on the variant routeKernel names for its experts
-// (moe_route, or under VKLLM_GPU_ROUTE_SUBGROUP _1sg4 up to four experts a lane, else _1sg) and
+// (moe_route, or under VKLLM_GPU_ROUTE_SUBGROUP _1sg4 up to four experts a lane) and
 // checks that variant was the one made.
 func testMoERouteAgainstReference(t *testing.T, c *Context) {
+	sg := c.Info.SubgroupSize
 	for _, tc := range []struct {
 		experts, used, m int
 		gating           model.Gating
@@ -116,6 +117,9 @@ func testMoERouteAgainstReference(t *testing.T, c *Context) {
 		{130, 8, 5, model.GatingSoftmax, true, 1},  // some threads hold three experts
 		{256, 8, 5, model.GatingSoftmax, true, 1},  // Qwen3.5/3.6-MoE's 256
 		{512, 10, 3, model.GatingSigmoid, true, 1}, // the most moe_route holds
+		// the most the four-slot one-subgroup route holds, every lane full, and one past three a lane
+		{4 * sg, min(8, sg), 5, model.GatingSoftmax, true, 1},
+		{3*sg + 1, min(4, sg), 3, model.GatingSoftmaxSelected, true, 1},
 	} {
 		kernel := c.routeKernel("moe_route", tc.experts)
 		name := fmt.Sprintf("%s/e%d/k%d/tokens%d/%v/norm%v/scale%g", kernel, tc.experts, tc.used, tc.m, tc.gating, tc.norm, tc.scale)

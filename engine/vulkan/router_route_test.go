@@ -17,7 +17,7 @@ import (
 // largest logits (duplicated router rows), a row wider than the shared memory keeps (4096),
 // and each gating. Two dispatches in one command check that the arrival count is left at 0.
 // Both routes (VKLLM_GPU_ROUTE_SUBGROUP off and on: router_route_f32 against moe_route, the
-// _1sg variants against each other).
+// _1sg4 variants against each other where they serve).
 func TestRouterRouteEqualsProductThenRoute(t *testing.T) {
 	c := ctxOrSkip(t)
 	if !c.Info.Features[FeatureSubgroupArith] {
@@ -43,6 +43,8 @@ func testRouterRouteEqualsProductThenRoute(t *testing.T, c *Context) {
 		{2048, 128, 8, model.GatingSigmoid, true, 2.5, false},
 		{4096, 60, 6, model.GatingSoftmaxSelected, true, 1, true},
 		{512, 60, 4, model.GatingSoftmax, false, 1, false},
+		// every lane of the four-slot one-subgroup route full
+		{512, 4 * c.Info.SubgroupSize, min(8, c.Info.SubgroupSize), model.GatingSoftmax, true, 1, true},
 	} {
 		t.Run(fmt.Sprintf("%s/k%d/e%d/u%d/%v/norm%v/tie%v", c.routeKernel("router_route_f32", tc.experts), tc.k, tc.experts, tc.used, tc.gating, tc.norm, tc.tie), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(tc.k + tc.experts*10 + tc.used)))
