@@ -2,6 +2,7 @@ package vulkan
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -98,5 +99,26 @@ func TestDequantF16RefusesWhatItCannotStage(t *testing.T) {
 				t.Fatal("recorded without an error")
 			}
 		})
+	}
+}
+
+// BenchmarkStageF16 times DequantF16 alone on an 8B window's largest weight (14336 rows of
+// 4096) for the types a prefill stages most, and prints the bytes it reads and writes per
+// second against the device's memory bandwidth: the staging runs beside the products, so every
+// GB/s it leaves on the table is taken from them. The blocks are random bytes (the kernel's
+// speed does not depend on their values). Run: -test.run '^$' -test.bench StageF16 -test.benchtime 1x.
+func BenchmarkStageF16(b *testing.B) {
+	c := ctxOrSkip(b)
+	const n, k, reps = 14336, 4096, 8
+	rng := rand.New(rand.NewSource(3))
+	stage := benchBuffer(b, c, make([]byte, 2*n*k))
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q4_0, quant.Q6_K, quant.Q8_0, quant.IQ2_XXS} {
+		raw := make([]byte, n*k/typ.BlockSize()*typ.BlockBytes())
+		rng.Read(raw)
+		w := benchBuffer(b, c, raw)
+		best := bestNsPerRep(b, c, reps, func(s *Seq) { s.DequantF16(typ, w.All(), stage.All(), k, n, 0) })
+		moved := float64(len(raw) + 2*n*k)
+		fmt.Printf("BenchmarkStageF16: %v %dx%d: %.1f us (%.0f GB/s read and written)\n", typ, n, k, best/1e3, moved/best)
+		b.ReportMetric(moved/best, typ.String()+"-GB/s")
 	}
 }
