@@ -14,6 +14,10 @@ import (
 	"github.com/vkllm/vkllm/engine/sample"
 )
 
+// ErrNoValidLogits is a forward pass whose logits pick no token: every one NaN or infinite,
+// which a model's own arithmetic does not produce from sound weights.
+var ErrNoValidLogits = errors.New("the model produced no valid logits (NaN or infinite everywhere): its weights are likely damaged, a corrupt or half-written file; download or convert it again, and if a good copy fails the same way, run it on the CPU to tell a GPU fault from the file")
+
 // prefillChunk is how many prompt tokens are evaluated between cancellation checks, at least
 // (a runner with prefill windows evaluates one window at a time: windowRunner).
 const prefillChunk = 256
@@ -232,7 +236,9 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 			res.Timings.TimeToFirst = firstAt.Sub(start)
 		}
 		if id < 0 || id >= e.model.Hyper.VocabSize {
-			return res, errors.New("generate: the model produced no valid logits")
+			res.Text = text.String()
+			e.finishTimings(&res, firstAt, lastAt)
+			return res, fmt.Errorf("generate: token at position %d: %w", pos, ErrNoValidLogits)
 		}
 		if e.tok.IsEOG(id) {
 			res.Stop = StopEOS
@@ -269,7 +275,7 @@ func (e *Engine) Generate(ctx context.Context, req GenerateRequest, onPiece func
 			uAhead, haveAhead = sampler.Uniform(), true
 			next, err = drawer.Sample(id, pos, sampler.Params(), u, uAhead)
 			if err == nil && next < 0 {
-				err = errors.New("the model produced no valid logits")
+				err = ErrNoValidLogits
 			}
 		default:
 			logits, err = e.runner.Eval([]int{id}, pos, false)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vkllm/vkllm/engine/embedded"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -617,6 +618,58 @@ func TestSampledGenerateDrawsOnTheDeviceWithTheSamplersUniforms(t *testing.T) {
 				if d.calls[i][0] != d.calls[i-1][1] {
 					t.Fatalf("draw %d took u %v, the step before queued it with %v", i, d.calls[i][0], d.calls[i-1][1])
 				}
+			}
+		})
+	}
+}
+
+// nanRunner is a forward pass whose logits are all NaN from its nanFrom-th Eval on, as a file
+// with damaged weights gives.
+type nanRunner struct {
+	scriptedRunner
+	nanFrom int
+}
+
+func (n *nanRunner) Eval(tokens []int, pos int, all bool) ([]float32, error) {
+	logits, err := n.scriptedRunner.Eval(tokens, pos, all)
+	if n.next > n.nanFrom {
+		for i := range logits {
+			logits[i] = float32(math.NaN())
+		}
+	}
+	return logits, err
+}
+
+// Logits that pick no token end a generation with ErrNoValidLogits, which names the likely
+// cause and the remedy, and keep what was generated before, greedy or sampled.
+func TestNaNLogitsEndWithTheCauseAndTheRemedy(t *testing.T) {
+	e := loadEmbedded(t)
+	for _, tc := range []struct {
+		name    string
+		temp    float32
+		nanFrom int
+		kept    int
+	}{
+		{"greedy, from the prompt", 0, 0, 0},
+		{"greedy, after two tokens", 0, 2, 2},
+		{"sampled, after one token", 0.8, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			letter := byteToken(t, e, 'a')
+			r := &nanRunner{scriptedRunner: scriptedRunner{vocab: e.info.VocabSize, script: []int{letter, letter, letter, letter}}, nanFrom: tc.nanFrom}
+			e.runner.Close()
+			e.runner, e.cached = r, nil
+			res, err := e.Generate(context.Background(), GenerateRequest{Prompt: "Once", MaxTokens: 8, Sampling: sample.Params{Temperature: tc.temp, Seed: 1}}, func(Piece) error { return nil })
+			if !errors.Is(err, ErrNoValidLogits) {
+				t.Fatalf("err %v, want ErrNoValidLogits", err)
+			}
+			for _, want := range []string{"NaN", "damaged", "download or convert it again"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%q does not say %q", err, want)
+				}
+			}
+			if len(res.Generated) != tc.kept || res.Text != strings.Repeat("a", tc.kept) {
+				t.Errorf("kept %v (%q), want %d tokens", res.Generated, res.Text, tc.kept)
 			}
 		})
 	}

@@ -119,6 +119,9 @@ func runRun(ctx context.Context, args []string) error {
 	}
 	res, err := eng.Generate(ctx, req, onPiece)
 	if err != nil {
+		if !*asJSON {
+			fmt.Println() // the error starts on a line of its own, after the text streamed so far
+		}
 		return err
 	}
 	if *asJSON {
