@@ -136,6 +136,9 @@ func TestBadFilesFailWithAClearError(t *testing.T) {
 			if fe.Tensor != c.tensor {
 				t.Errorf("tensor %q, want %q (%v)", fe.Tensor, c.tensor, err)
 			}
+			if !saysARemedy(err.Error()) {
+				t.Errorf("error %q says nothing the user can do", err)
+			}
 			if !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("error %q does not contain %q", err, c.msg)
 			}
@@ -220,4 +223,14 @@ func TestHugeCountsAreRefusedBeforeAllocating(t *testing.T) {
 			t.Errorf("%s: %d bytes allocated for a %d-byte file", name, grew, len(data))
 		}
 	}
+}
+
+// saysARemedy reports whether a format error's text tells the user what to do about the file.
+func saysARemedy(msg string) bool {
+	for _, r := range []string{"download", "convert", "choose", "open the first part", "quantize", "use a little-endian"} {
+		if strings.Contains(msg, r) {
+			return true
+		}
+	}
+	return false
 }

@@ -14,6 +14,7 @@ var (
 	ErrTruncated   = errors.New("file truncated")
 	ErrTensorType  = errors.New("unknown tensor type")
 	ErrTensorRange = errors.New("tensor data out of range")
+	ErrMalformed   = errors.New("malformed GGUF structure")
 )
 
 // FormatError is a malformed or unsupported GGUF file: which file, the byte offset the problem
@@ -38,7 +39,31 @@ func (e *FormatError) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Msg)
+	if r := e.remedy(); r != "" {
+		b.WriteString("; ")
+		b.WriteString(r)
+	}
 	return b.String()
+}
+
+// remedy is what the user can do about the error, where its message does not already say it:
+// a structure no writer makes, data out of range or a header cut short mean a damaged or
+// incomplete file; an unknown version or tensor type, damage or a format newer than this build.
+func (e *FormatError) remedy() string {
+	for _, said := range []string{"download", "convert", "choose", "open the first part", "use a little-endian"} {
+		if strings.Contains(e.Msg, said) {
+			return ""
+		}
+	}
+	switch {
+	case errors.Is(e.Err, ErrVersion):
+		return "the file is damaged, or newer than this build reads: download it again, or convert the model with a llama.cpp that writes GGUF version 3"
+	case errors.Is(e.Err, ErrTensorType):
+		return "the file is damaged, or uses a type newer than this build: download it again, or quantize the model to a listed type"
+	case errors.Is(e.Err, ErrMalformed), errors.Is(e.Err, ErrTensorRange), errors.Is(e.Err, ErrTruncated):
+		return "the file is damaged or incomplete: download or convert it again"
+	}
+	return ""
 }
 
 func (e *FormatError) Unwrap() error { return e.Err }

@@ -29,6 +29,9 @@ type decoder struct {
 func (d *decoder) left() uint64 { return uint64(len(d.b)) - d.off }
 
 func (d *decoder) errAt(off uint64, err error, format string, args ...any) *FormatError {
+	if err == nil {
+		err = ErrMalformed
+	}
 	return &FormatError{File: d.file, Offset: int64(off), Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
@@ -346,7 +349,7 @@ func parseSized(name string, b []byte, split int, headerOnly bool, size int64) (
 	if v, ok := f.Get(KeyAlignment); ok {
 		a, isInt := v.AsUint()
 		if !isInt || a == 0 || a > maxAlignment || a&(a-1) != 0 {
-			return nil, &FormatError{File: name, Offset: -1, Msg: fmt.Sprintf("%s is %v, expected a power of two between 1 and %d", KeyAlignment, v, maxAlignment)}
+			return nil, &FormatError{File: name, Offset: -1, Msg: fmt.Sprintf("%s is %v, expected a power of two between 1 and %d", KeyAlignment, v, maxAlignment), Err: ErrMalformed}
 		}
 		f.Alignment = int(a)
 	}
@@ -361,7 +364,7 @@ func parseSized(name string, b []byte, split int, headerOnly bool, size int64) (
 			return nil, err
 		}
 		if _, dup := f.tensorIndex[t.Name]; dup {
-			return nil, &FormatError{File: name, Offset: int64(start), Tensor: t.Name, Msg: "duplicate tensor name, expected each name once"}
+			return nil, &FormatError{File: name, Offset: int64(start), Tensor: t.Name, Msg: "duplicate tensor name, expected each name once", Err: ErrMalformed}
 		}
 		t.Split = split
 		f.tensorIndex[t.Name] = len(f.Tensors)
@@ -453,7 +456,7 @@ func (f *File) placeTensors(b []byte, infoOffsets []uint64, headerOnly bool, siz
 			return &FormatError{File: f.Path, Offset: int64(infoOffsets[i]), Tensor: t.Name, Msg: fmt.Sprintf(format, args...), Err: err}
 		}
 		if t.Offset%align != 0 {
-			return terr(nil, "data offset %d is not a multiple of the alignment %d", t.Offset, align)
+			return terr(ErrMalformed, "data offset %d is not a multiple of the alignment %d", t.Offset, align)
 		}
 		abs := base + t.Offset
 		end := abs + uint64(t.Size)
