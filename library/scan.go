@@ -348,6 +348,9 @@ func reason(err error, path string) string {
 		if fe.Tensor != "" {
 			s = fmt.Sprintf("tensor %q: %s", fe.Tensor, s)
 		}
+		if r := fe.Remedy(); r != "" {
+			s += "; " + r
+		}
 		return s
 	}
 	s := err.Error()

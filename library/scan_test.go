@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +219,53 @@ func TestDefaultRootsFollowTheToolsEnvironment(t *testing.T) {
 	}
 	if got := DefaultRoots("/home/u", func(string) string { return "" }); got[0].Path != "/home/u/.cache/llama.cpp" || got[4].Path != "/home/u/.cache/huggingface/hub" {
 		t.Fatalf("roots without the environment %v", got)
+	}
+}
+
+// A file the scan cannot read is listed with the cause and what to do about it, never the path
+// the row already shows.
+func TestScanSaysWhatToDoAboutADamagedFile(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile(modeltest.TinySynth(t, "", "llama", quant.Q8_0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := slices.Clone(good)
+	copy(damaged[4:8], []byte{9, 0, 0, 0}) // GGUF version 9
+	cut := good[:100]                      // inside the metadata
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want []string
+	}{
+		{"newer.gguf", damaged, []string{"version 9", "download it again"}},
+		{"cut.gguf", cut, []string{"ends inside its header", "download"}},
+	} {
+		path := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Scan(context.Background(), Options{Roots: []Root{{Path: dir, Source: SourceFolder}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, m := range res.Changed {
+			if m.Path != path {
+				continue
+			}
+			found = true
+			for _, w := range tc.want {
+				if !strings.Contains(m.Problem, w) {
+					t.Errorf("%s: problem %q does not say %q", tc.name, m.Problem, w)
+				}
+			}
+			if strings.Contains(m.Problem, dir) {
+				t.Errorf("%s: problem %q repeats the path", tc.name, m.Problem)
+			}
+		}
+		if !found {
+			t.Errorf("%s: not listed (%v)", tc.name, res.Paths)
+		}
 	}
 }

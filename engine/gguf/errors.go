@@ -39,17 +39,18 @@ func (e *FormatError) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Msg)
-	if r := e.remedy(); r != "" {
+	if r := e.Remedy(); r != "" {
 		b.WriteString("; ")
 		b.WriteString(r)
 	}
 	return b.String()
 }
 
-// remedy is what the user can do about the error, where its message does not already say it:
+// Remedy is what the user can do about the error, where its message does not already say it
+// ("" where it does):
 // a structure no writer makes, data out of range or a header cut short mean a damaged or
 // incomplete file; an unknown version or tensor type, damage or a format newer than this build.
-func (e *FormatError) remedy() string {
+func (e *FormatError) Remedy() string {
 	for _, said := range []string{"download", "convert", "choose", "open the first part", "use a little-endian"} {
 		if strings.Contains(e.Msg, said) {
 			return ""
