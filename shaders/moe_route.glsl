@@ -118,13 +118,14 @@ void routeWeights(uint t, uint me, bool write, bool sub) {
 }
 
 #ifdef ROUTE_ONE_SUBGROUP
-// SG_PER is the most experts a lane holds in routeOneSubgroup: ROUTE_SG_PER (the _1sg4
-// variants: 4, Qwen3-30B-A3B's 128 experts on 32 lanes; 16 unless defined). Every slot is a register of every
-// thread of the kernel, whichever path it takes: router_route_f32's product runs in all its
-// workgroups with the registers the route would need, so the fewest slots that hold the
-// experts leave it the most workgroups an SM.
+// SG_PER is the most experts a lane holds in routeOneSubgroup: ROUTE_SG_PER, which the
+// including shader defines (the _1sg4 variants: 4, Qwen3-30B-A3B's 128 experts on 32 lanes;
+// Context.routeKernel takes them up to 4 a lane). Every slot is a register of every thread of
+// the kernel, whichever path it takes: router_route_f32's product runs in all its workgroups
+// with the registers the route would need, so the fewest slots that hold the experts leave it
+// the most workgroups an SM.
 #ifndef ROUTE_SG_PER
-#define ROUTE_SG_PER 16u
+#error "moe_route.glsl: ROUTE_ONE_SUBGROUP needs ROUTE_SG_PER, the experts a lane holds"
 #endif
 const uint SG_PER = ROUTE_SG_PER;
 

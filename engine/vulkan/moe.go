@@ -69,6 +69,9 @@ func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, exp
 		w, x, g, logits, ids, wts, arrivals)
 }
 
+// routeSlotsPerLane is the experts a lane of the _1sg4 routes holds (their ROUTE_SG_PER).
+const routeSlotsPerLane = 4
+
 // routeKernel names the variant of a routing kernel (moe_route, router_route_f32) this context
 // takes for a router of experts: under VKLLM_GPU_ROUTE_SUBGROUP (on by default), _1sg4 where
 // the first subgroup's lanes hold every expert four a lane, so that it alone chooses with no
@@ -76,7 +79,7 @@ func (s *Seq) RouterRouteF32(w, x, g, logits, ids, wts, arrivals Binding, k, exp
 // workgroup chooses with a barrier a choice. (A 16-slot form for up to 16 experts a lane was
 // slower at 128 and at 256 experts, its registers in every thread: docs/PERF.md, sessions 27-28.)
 func (c *Context) routeKernel(name string, experts int) string {
-	if c.routeSubgroup && experts <= 4*c.Info.SubgroupSize {
+	if c.routeSubgroup && experts <= routeSlotsPerLane*c.Info.SubgroupSize {
 		return name + "_1sg4"
 	}
 	return name
