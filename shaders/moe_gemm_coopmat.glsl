@@ -4,12 +4,17 @@
 // multiplies a dense prefill window: Y[q·yStride + r] = Σ_k W_e[r][k] · X[xrow(q)·xStride + k]
 // for every pair q of the tile, xrow = q (xPerPair) or q / used.
 //
-// One workgroup of 8 subgroups of 32 threads takes 128 rows of the expert and the tile's pairs
-// (grid x: the row blocks, grid z: the tile, up to the bound the host dispatches; tiles past
-// tiles[0] and tiles of experts outside the W binding exit). The subgroups sit 4 (rows) x 2
-// (pairs): each owns 32 rows x 16 pairs, two 16x16 accumulators. K advances 64 per step: each
-// thread expands one 32-element unit of one weight row (dq32) and the first 64 threads convert
-// 32 activations of one pair, into registers as fp16, while the subgroups multiply the step
+// One workgroup of 8 subgroups of 32 threads takes 128 rows of the expert and the tile's pairs,
+// BN of them (MOE_BN: 32, or 64 for the _p64 variants; grid x: the row blocks, grid z: the tile,
+// up to the bound the host dispatches; tiles past tiles[0] and tiles of experts outside the W
+// binding exit). The subgroups sit 4 (rows) x 2 (pairs): each owns 32 rows x BN/2 pairs, 16x16
+// accumulators two by BN/32. A tile of more pairs than BN would lose the rest: the grouping's
+// tiles are at most BN. K advances 64 per step: each thread expands one 32-element unit of one
+// weight row (dq32: thread t row t % 128, unit t / 128; under MOE_ROW_PAIRS, which the _p64
+// variants define, the two lanes of a pair take one row's two adjacent units, so a subgroup
+// reads 16 runs of 64 elements' bytes and a Q4_K pair shares one sub-block pair's quants) and
+// the first 2·BN threads convert 32 activations of one pair, into registers as fp16, while the
+// subgroups multiply the step
 // before from shared memory (one shared buffer, register double buffering). Rows past N and
 // pairs past the tile's count are zeros; the products go to Y through a per-subgroup shared
 // fragment, scattered to their pairs' rows. The including shader defines one weight type (see
@@ -40,11 +45,15 @@ layout(push_constant) uniform P {
 #include "dequant.glsl"
 
 const uint BM = 128u;          // rows per workgroup
-const uint BN = 32u;           // pairs per tile (moeCoopmatTilePairs in engine/vulkan/moe.go)
+#ifndef MOE_BN
+#define MOE_BN 32
+#endif
+const uint BN = MOE_BN;        // pairs per tile (Context.moeCoopmatTile in engine/vulkan/moe.go)
 const uint NT = 256u;          // threads
 const uint BK = 64u;           // K per step (two dequantization units)
 const uint SK4 = BK / 4u + 2u; // padded shared row stride in f16vec4
 const uint FR = 2u;            // 16-row fragments per subgroup (32 rows)
+const uint FC = BN / 32u;      // 16-pair fragments per subgroup (BN/2 pairs)
 
 shared f16vec4 sa[BM * SK4]; // weights: row r at r*SK4 (row-major A)
 shared f16vec4 sb[BN * SK4]; // activations: pair j at j*SK4 (column-major B)
@@ -52,7 +61,11 @@ shared float frag[8u * 256u]; // one 16x16 fp32 fragment per subgroup, for the s
 
 void loadStep(uint u0, uint tid, uint r0, uint base, uint rowBytes, uint units, uint cnt, uint xrow,
               inout f16vec4 wa[8], inout f16vec4 xa[8]) {
+#ifdef MOE_ROW_PAIRS
+    uint row = r0 + tid / 2u, u = u0 + tid % 2u; // a lane pair takes a row's two units: one run of bytes
+#else
     uint row = r0 + tid % BM, u = u0 + tid / BM;
+#endif
     float v[32];
     if (row < p.N && u < units) {
         dq32(base + row * rowBytes + (u / UNITS_PER_BLOCK) * BLOCK_BYTES, u % UNITS_PER_BLOCK, v);
@@ -83,21 +96,25 @@ void main() {
     uint base = (e - p.e0) * p.N * rowBytes;
     uint sg = gl_SubgroupID;
     uint sr = (sg % 4u) * 32u; // this subgroup's rows within the tile
-    uint st = (sg / 4u) * 16u; // and pairs
+    uint st = (sg / 4u) * (BN / 2u); // and pairs
     // The pair whose activations this thread converts (threads below 2·BN).
     uint jx = tid % BN;
     uint qx = sorted[first + min(jx, cnt - 1u)];
     uint xrow = p.xPerPair != 0u ? qx : qx / p.used;
 
-    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FR];
-    [[unroll]] for (uint i = 0u; i < FR; i++) acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FR * FC];
+    [[unroll]] for (uint i = 0u; i < FR * FC; i++) acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
 
     uint units = p.K / 32u;
     f16vec4 wa[8], xa[8];
     loadStep(0u, tid, r0, base, rowBytes, units, cnt, xrow, wa, xa);
     for (uint u0 = 0u; u0 < units; u0 += BK / 32u) {
         barrier(); // the previous step's products have read sa/sb
+#ifdef MOE_ROW_PAIRS
+        [[unroll]] for (uint i = 0u; i < 8u; i++) sa[(tid / 2u) * SK4 + (tid % 2u) * 8u + i] = wa[i];
+#else
         [[unroll]] for (uint i = 0u; i < 8u; i++) sa[(tid % BM) * SK4 + (tid / BM) * 8u + i] = wa[i];
+#endif
         if (tid < 2u * BN) {
             [[unroll]] for (uint i = 0u; i < 8u; i++) sb[(tid % BN) * SK4 + (tid / BN) * 8u + i] = xa[i];
         }
@@ -105,22 +122,24 @@ void main() {
         if (u0 + BK / 32u < units) loadStep(u0 + BK / 32u, tid, r0, base, rowBytes, units, cnt, xrow, wa, xa);
         [[unroll]] for (uint kh = 0u; kh < BK / 4u; kh += 4u) { // 16 elements = 4 f16vec4 per slice
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a[FR];
-            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b;
+            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b[FC];
             [[unroll]] for (uint i = 0u; i < FR; i++)
                 coopMatLoad(a[i], sa, (sr + 16u * i) * SK4 + kh, SK4, gl_CooperativeMatrixLayoutRowMajor);
-            coopMatLoad(b, sb, st * SK4 + kh, SK4, gl_CooperativeMatrixLayoutColumnMajor);
-            [[unroll]] for (uint i = 0u; i < FR; i++) acc[i] = coopMatMulAdd(a[i], b, acc[i]);
+            [[unroll]] for (uint c = 0u; c < FC; c++)
+                coopMatLoad(b[c], sb, (st + 16u * c) * SK4 + kh, SK4, gl_CooperativeMatrixLayoutColumnMajor);
+            [[unroll]] for (uint i = 0u; i < FR; i++)
+                [[unroll]] for (uint c = 0u; c < FC; c++) acc[i * FC + c] = coopMatMulAdd(a[i], b[c], acc[i * FC + c]);
         }
     }
 
     uint lane = gl_SubgroupInvocationID;
-    [[unroll]] for (uint i = 0u; i < FR; i++) {
-        uint fr = r0 + sr + 16u * i;
-        coopMatStore(acc[i], frag, sg * 256u, 16u, gl_CooperativeMatrixLayoutColumnMajor);
+    [[unroll]] for (uint f = 0u; f < FR * FC; f++) {
+        uint fr = r0 + sr + 16u * (f / FC), fc = st + 16u * (f % FC);
+        coopMatStore(acc[f], frag, sg * 256u, 16u, gl_CooperativeMatrixLayoutColumnMajor);
         subgroupMemoryBarrierShared();
         subgroupBarrier();
         for (uint el = lane; el < 256u; el += 32u) {
-            uint j = st + el / 16u, r = fr + el % 16u; // column-major: pair el/16, row el%16
+            uint j = fc + el / 16u, r = fr + el % 16u; // column-major: pair el/16, row el%16
             if (j < cnt && r < p.N) y[sorted[first + j] * p.yStride + r] = frag[sg * 256u + el];
         }
         subgroupBarrier(); // every lane has read the fragment before the next store

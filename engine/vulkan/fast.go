@@ -56,6 +56,7 @@ func (c *Context) selectNumericTier() {
 	c.ropeNorms = config.GPURopeNorms.Bool()
 	c.attFreshKV = config.GPUAttFreshKV.Bool()
 	c.routeSubgroup = config.GPURouteSubgroup.Bool()
+	c.moeTile64 = config.GPUMoETile64.Bool()
 	c.routerNorm = config.GPURouterNorm.Bool()
 	c.argmaxWide = config.GPUArgmaxWide.Bool()
 	c.chain = config.GPUChain.Bool()

@@ -192,13 +192,22 @@ func (s *Seq) MoECombine(x, o, wts, sh, g Binding, dim, used, m int, shared bool
 
 // moeTilePairs is the most pairs of one expert a grouped product's tile takes (moe_gemm.glsl's
 // TM); moeTileRows the rows one group of its lanes takes (NR); moeCoopmatTilePairs the most
-// moe_gemm_coopmat.glsl takes (BN), the tile size moeFFN groups with when every expert product
-// of the layer runs there.
+// moe_gemm_coopmat.glsl takes (BN), and moeCoopmatTilePairs64 its _p64 variants' (MOE_BN 64).
 const (
-	moeTilePairs        = 16
-	moeTileRows         = 2
-	moeCoopmatTilePairs = 32
+	moeTilePairs          = 16
+	moeTileRows           = 2
+	moeCoopmatTilePairs   = 32
+	moeCoopmatTilePairs64 = 64
 )
+
+// moeCoopmatTile is the tile size moeFFN groups with when every expert product of the layer
+// runs on moe_gemm_coopmat: 64 pairs under VKLLM_GPU_MOE_TILE64 (the _p64 kernels), else 32.
+func (c *Context) moeCoopmatTile() int {
+	if c.moeTile64 {
+		return moeCoopmatTilePairs64
+	}
+	return moeCoopmatTilePairs
+}
 
 // moeUsesCoopmat reports whether the grouped expert products of weights of type t and k-element
 // rows run on moe_gemm_coopmat (the cooperative-matrix tier, as usesCoopmat decides for dense
@@ -222,10 +231,11 @@ func (s *Seq) MoEGroup(ids, tiles, sorted Binding, pairs, experts int) {
 }
 
 // MoEGroupTiles is MoEGroup with tiles of at most tilePairs pairs (moeTilePairs, or
-// moeCoopmatTilePairs where every product of the grouping runs on moe_gemm_coopmat).
+// Context.moeCoopmatTile where every product of the grouping runs on moe_gemm_coopmat). Tiles
+// of 64 pairs need the _p64 kernels (VKLLM_GPU_MOE_TILE64): the others would drop pairs past 32.
 func (s *Seq) MoEGroupTiles(ids, tiles, sorted Binding, pairs, experts, tilePairs int) {
-	if tilePairs != moeTilePairs && tilePairs != moeCoopmatTilePairs {
-		s.fail(fmt.Errorf("moe group: tiles of %d pairs (the kernels take %d or %d)", tilePairs, moeTilePairs, moeCoopmatTilePairs))
+	if tilePairs != moeTilePairs && tilePairs != moeCoopmatTilePairs && tilePairs != s.c.moeCoopmatTile() {
+		s.fail(fmt.Errorf("moe group: tiles of %d pairs (the kernels take %d or %d; %d with VKLLM_GPU_MOE_TILE64)", tilePairs, moeTilePairs, moeCoopmatTilePairs, moeCoopmatTilePairs64))
 		return
 	}
 	if pairs <= 0 || experts <= 0 || experts > moeMaxExperts {
@@ -270,9 +280,13 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 		per = 1
 	}
 	if s.c.moeUsesCoopmat(t, k) {
-		// Tiles of up to moeCoopmatTilePairs pairs (fewer when the grouping took moeTilePairs);
-		// the bound on their count from the smaller tiles covers both.
-		kern := s.kernel("moe_gemm_coopmat_"+suf, 5, 32)
+		// Tiles of up to moeCoopmatTile pairs (fewer when the grouping took smaller ones); the
+		// bound on their count from the smallest tiles covers every size.
+		name := "moe_gemm_coopmat_" + suf
+		if s.c.moeTile64 {
+			name = "moe_gemm_coopmat_p64_" + suf
+		}
+		kern := s.kernel(name, 5, 32)
 		if kern == nil {
 			return
 		}

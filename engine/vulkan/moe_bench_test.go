@@ -52,6 +52,12 @@ func BenchmarkMoEExperts(b *testing.B) {
 			o := benchBuffer(b, c, make([]byte, 4*pairs*dim))
 			tiles := benchBuffer(b, c, make([]byte, 4*(1+3*moeMaxTiles(pairs, ne))))
 			sorted := benchBuffer(b, c, make([]byte, 4*pairs))
+			// The grouping moeFFN takes: the coopmat kernels' tiles (32 pairs, 64 under
+			// VKLLM_GPU_MOE_TILE64) where they serve, moe_gemm's 16 elsewhere.
+			tilePairs := moeTilePairs
+			if c.moeUsesCoopmat(typ, dim) && c.moeUsesCoopmat(typ, ff) {
+				tilePairs = c.moeCoopmatTile()
+			}
 			best := bestNsPerRep(b, c, reps, func(s *Seq) {
 				if m == 1 {
 					s.MoEMatVecSwiGLU(typ, gateUp.All(), x.All(), g.All(), idb.All(), uint64(upOff), dim, ff, 0, ne, used, pairs, dim, ff)
@@ -59,7 +65,7 @@ func BenchmarkMoEExperts(b *testing.B) {
 					s.MoEMatVec(typ, down.All(), g.All(), o.All(), idb.All(), ff, dim, 0, ne, used, pairs, true, ff, dim)
 					return
 				}
-				s.MoEGroup(idb.All(), tiles.All(), sorted.All(), pairs, ne)
+				s.MoEGroupTiles(idb.All(), tiles.All(), sorted.All(), pairs, ne, tilePairs)
 				s.Barrier()
 				s.MoEGEMM(typ, gate.All(), x.All(), g.All(), tiles.All(), sorted.All(), dim, ff, 0, ne, used, pairs, ne, false, dim, ff)
 				s.MoEGEMM(typ, up.All(), x.All(), u.All(), tiles.All(), sorted.All(), dim, ff, 0, ne, used, pairs, ne, false, dim, ff)
@@ -74,7 +80,7 @@ func BenchmarkMoEExperts(b *testing.B) {
 				bytes := float64(used * (2*upRow*ff + downRow*dim))
 				b.Logf("%v decode: %.1f us for 8 experts' gate, up and down, %.0f GB/s of expert weights", typ, best, bytes/best/1e3)
 			} else {
-				b.Logf("%v prefill %d tokens: %.0f us for the grouped gate, up and down, %.0f tokens/s per layer", typ, m, best, float64(m)/best*1e6)
+				b.Logf("%v prefill %d tokens in tiles of %d pairs: %.0f us for the grouped gate, up and down, %.0f tokens/s per layer", typ, m, tilePairs, best, float64(m)/best*1e6)
 			}
 			b.ReportMetric(best, typ.String()+"-m"+map[bool]string{true: "1", false: "512"}[m == 1]+"-us")
 			if m == 1 {

@@ -3,6 +3,7 @@ package vulkan
 import (
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -26,9 +27,13 @@ func TestMoEGroupOrdersPairsByExpert(t *testing.T) {
 		{name: "512 experts, ids past them", pairs: 3000, experts: 512, tile: moeCoopmatTilePairs, pastTheExperts: true},
 		{name: "past the sort", pairs: 4097, experts: 128, tile: moeTilePairs, skewed: true},
 		{name: "past the sort, ids past the experts", pairs: 6000, experts: 60, tile: moeCoopmatTilePairs, pastTheExperts: true},
+		{name: "a 30B-A3B window in 64-pair tiles", pairs: 512 * 8, experts: 128, tile: moeCoopmatTilePairs64, skewed: true},
+		{name: "past the sort in 64-pair tiles", pairs: 6000, experts: 60, tile: moeCoopmatTilePairs64, pastTheExperts: true},
 	}
+	defer func(on bool) { c.moeTile64 = on }(c.moeTile64)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			c.moeTile64 = tc.tile == moeCoopmatTilePairs64 // the only switch under which 64-pair tiles are taken
 			rng := rand.New(rand.NewSource(int64(i) + 1))
 			ids := make([]uint32, tc.pairs)
 			for q := range ids {
@@ -91,4 +96,31 @@ func firstDifference(got, want []uint32) int {
 		}
 	}
 	return min(len(got), len(want))
+}
+
+// Tiles of 64 pairs are refused unless VKLLM_GPU_MOE_TILE64 names the _p64 kernels: the 32-pair
+// kernels would drop every pair of a tile past its 32nd.
+func TestMoEGroupRefuses64PairTilesWithoutTheirKernels(t *testing.T) {
+	c := ctxOrSkip(t)
+	defer func(on bool) { c.moeTile64 = on }(c.moeTile64)
+	const pairs, experts = 64, 2
+	for _, on := range []bool{false, true} {
+		c.moeTile64 = on
+		ib := uploadU32(t, c, make([]uint32, pairs))
+		tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, experts)))
+		sb := uploadU32(t, c, make([]uint32, pairs))
+		s, err := c.NewSeq()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, experts, moeCoopmatTilePairs64)
+		err = s.Run()
+		s.Free()
+		if on && err != nil {
+			t.Fatalf("with the switch on: %v", err)
+		}
+		if !on && (err == nil || !strings.Contains(err.Error(), "VKLLM_GPU_MOE_TILE64")) {
+			t.Fatalf("with the switch off: got %v, want a refusal naming VKLLM_GPU_MOE_TILE64", err)
+		}
+	}
 }

@@ -423,19 +423,21 @@ func runMoEGEMM(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, 
 // On the cooperative-matrix tier the grouped expert products run on moe_gemm_coopmat (fp16
 // tiles, fp32 accumulation), held to the dense coopmat GEMM's two bounds: against the products
 // of the fp16-rounded inputs |gpu − ref16| ≤ 1e-4·Σ|w·x| + 1e-5, against the exact products
-// |gpu − ref| ≤ 2e-3·Σ|w·x| + 1e-5. 200 rows (a whole and a partial 128-row block), 23 tokens ×
-// 3 slots over 5 experts with expert 4 taking 40 pairs (a full 32-pair tile and a partial one;
-// three 16-pair tiles when grouped for moe_gemm), grouped both ways, both input forms, the
-// tensor bound as two bindings; the test fails if the products do not take moe_gemm_coopmat.
+// |gpu − ref| ≤ 2e-3·Σ|w·x| + 1e-5. 200 rows (a whole and a partial 128-row block), 31 tokens ×
+// 3 slots over 5 experts with expert 4 taking 70 pairs (full 16-, 32- and 64-pair tiles and a
+// partial one), grouped in tiles of 16 and 32 for the 32-pair kernels and of 16 and 64 for the
+// _p64 ones (VKLLM_GPU_MOE_TILE64), both input forms, the tensor bound as two bindings; the test
+// fails if the products do not take the kernel the switch names.
 func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 	c := ctxOrSkip(t)
 	coopmatOrSkip(t, c)
-	const n, ne, used, m = 200, 5, 3, 23
+	defer func(on bool) { c.moeTile64 = on }(c.moeTile64)
+	const n, ne, used, m = 200, 5, 3, 31
 	pairs := m * used
 	rng := rand.New(rand.NewSource(4))
 	ids := make([]uint32, pairs)
 	for q := range ids {
-		if q < 40 {
+		if q < 70 {
 			ids[q] = 4
 		} else {
 			ids[q] = []uint32{0, 1, 3}[rng.Intn(3)]
@@ -451,17 +453,26 @@ func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 		if !c.moeUsesCoopmat(typ, k) {
 			continue // the exact tier keeps llama.cpp's order for Q4_0/Q8_0
 		}
-		for _, tilePairs := range []int{moeTilePairs, moeCoopmatTilePairs} {
+		for _, tc := range []struct {
+			tilePairs int
+			tile64    bool
+		}{{moeTilePairs, false}, {moeCoopmatTilePairs, false}, {moeTilePairs, true}, {moeCoopmatTilePairs64, true}} {
+			tilePairs := tc.tilePairs
+			c.moeTile64 = tc.tile64
 			tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
 			sb := uploadU32(t, c, make([]uint32, pairs))
 			run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, ne, tilePairs) })
+			kernel := "moe_gemm_coopmat_"
+			if tc.tile64 {
+				kernel = "moe_gemm_coopmat_p64_"
+			}
 			for _, perPair := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%v/tiles%d/perPair=%v", typ, tilePairs, perPair), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%v/%stiles%d/perPair=%v", typ, kernel, tilePairs, perPair), func(t *testing.T) {
 					rng := rand.New(rand.NewSource(int64(typ)*13 + int64(tilePairs)))
 					got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, perPair, tb, sb)
 					suf, _ := weightSuffix(typ)
-					if _, made := c.kernels["moe_gemm_coopmat_"+suf]; !made {
-						t.Fatalf("%v: the grouped products did not take moe_gemm_coopmat_%s", typ, suf)
+					if _, made := c.kernels[kernel+suf]; !made {
+						t.Fatalf("%v: the grouped products did not take %s%s", typ, kernel, suf)
 					}
 					for q := 0; q < pairs; q++ {
 						e, xr := int(ids[q]), q/used

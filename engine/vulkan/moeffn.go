@@ -515,7 +515,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 	if m > 1 {
 		tilePairs := moeTilePairs
 		if r.c.moeUsesCoopmat(w.gate.typ, dim) && r.c.moeUsesCoopmat(w.up.typ, dim) && r.c.moeUsesCoopmat(w.down.typ, ff) {
-			tilePairs = moeCoopmatTilePairs
+			tilePairs = r.c.moeCoopmatTile()
 		}
 		s.MoEGroupTiles(ms.ids.Range(0, uint64(4*pairs)), ms.tiles.All(), ms.sorted.All(), pairs, p.Experts, tilePairs)
 		s.Barrier()

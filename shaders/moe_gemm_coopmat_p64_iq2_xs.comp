@@ -1,0 +1,5 @@
+#version 450
+#define T_IQ2_XS
+#define MOE_BN 64
+#define MOE_ROW_PAIRS
+#include "moe_gemm_coopmat.glsl"
