@@ -209,6 +209,16 @@ func (c *Context) moeCoopmatTile() int {
 	return moeCoopmatTilePairs
 }
 
+// moeGroupTile is the tile size a prompt window's grouping takes for an expert FFN whose gate
+// and up experts (of dim-element rows) and down experts (of ff-element rows) have these types:
+// moeCoopmatTile where all three products run on moe_gemm_coopmat, else moe_gemm's moeTilePairs.
+func (c *Context) moeGroupTile(gate, up, down quant.Type, dim, ff int) int {
+	if c.moeUsesCoopmat(gate, dim) && c.moeUsesCoopmat(up, dim) && c.moeUsesCoopmat(down, ff) {
+		return c.moeCoopmatTile()
+	}
+	return moeTilePairs
+}
+
 // moeUsesCoopmat reports whether the grouped expert products of weights of type t and k-element
 // rows run on moe_gemm_coopmat (the cooperative-matrix tier, as usesCoopmat decides for dense
 // prefill).

@@ -52,12 +52,7 @@ func BenchmarkMoEExperts(b *testing.B) {
 			o := benchBuffer(b, c, make([]byte, 4*pairs*dim))
 			tiles := benchBuffer(b, c, make([]byte, 4*(1+3*moeMaxTiles(pairs, ne))))
 			sorted := benchBuffer(b, c, make([]byte, 4*pairs))
-			// The grouping moeFFN takes: the coopmat kernels' tiles (32 pairs, 64 under
-			// VKLLM_GPU_MOE_TILE64) where they serve, moe_gemm's 16 elsewhere.
-			tilePairs := moeTilePairs
-			if c.moeUsesCoopmat(typ, dim) && c.moeUsesCoopmat(typ, ff) {
-				tilePairs = c.moeCoopmatTile()
-			}
+			tilePairs := c.moeGroupTile(typ, typ, typ, dim, ff) // the grouping moeFFN takes
 			best := bestNsPerRep(b, c, reps, func(s *Seq) {
 				if m == 1 {
 					s.MoEMatVecSwiGLU(typ, gateUp.All(), x.All(), g.All(), idb.All(), uint64(upOff), dim, ff, 0, ne, used, pairs, dim, ff)

@@ -513,10 +513,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		stamp("route")
 	}
 	if m > 1 {
-		tilePairs := moeTilePairs
-		if r.c.moeUsesCoopmat(w.gate.typ, dim) && r.c.moeUsesCoopmat(w.up.typ, dim) && r.c.moeUsesCoopmat(w.down.typ, ff) {
-			tilePairs = r.c.moeCoopmatTile()
-		}
+		tilePairs := r.c.moeGroupTile(w.gate.typ, w.up.typ, w.down.typ, dim, ff)
 		s.MoEGroupTiles(ms.ids.Range(0, uint64(4*pairs)), ms.tiles.All(), ms.sorted.All(), pairs, p.Experts, tilePairs)
 		s.Barrier()
 		stamp("group") // one workgroup (a sort in shared memory): apart from the experts' products in profiles
