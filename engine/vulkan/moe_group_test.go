@@ -124,3 +124,19 @@ func TestMoEGroupRefuses64PairTilesWithoutTheirKernels(t *testing.T) {
 		}
 	}
 }
+
+// VKLLM_GPU_MOE_TILE64 reaches the context: off by default (32-pair tiles), on with 1 (64).
+func TestMoETile64SwitchSetsTheGroupingTile(t *testing.T) {
+	c := ctxOrSkip(t)
+	t.Cleanup(c.selectNumericTier) // the environment's choice back, after Setenv's own cleanups (LIFO)
+	for _, tc := range []struct {
+		env  string
+		tile int
+	}{{"", moeCoopmatTilePairs}, {"0", moeCoopmatTilePairs}, {"1", moeCoopmatTilePairs64}} {
+		t.Setenv("VKLLM_GPU_MOE_TILE64", tc.env)
+		c.selectNumericTier()
+		if got := c.moeCoopmatTile(); got != tc.tile {
+			t.Errorf("VKLLM_GPU_MOE_TILE64=%q: tiles of %d pairs, want %d", tc.env, got, tc.tile)
+		}
+	}
+}
