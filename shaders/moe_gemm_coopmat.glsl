@@ -5,14 +5,16 @@
 // for every pair q of the tile, xrow = q (xPerPair) or q / used.
 //
 // One workgroup of 8 subgroups of 32 threads takes 128 rows of the expert and the tile's pairs,
-// BN of them (MOE_BN: 32, or 64 for the _p64 variants; grid x: the row blocks, grid z: the tile,
-// up to the bound the host dispatches; tiles past tiles[0] and tiles of experts outside the W
-// binding exit). The subgroups sit 4 (rows) x 2 (pairs): each owns 32 rows x BN/2 pairs, 16x16
-// accumulators two by BN/32. A tile of more pairs than BN would lose the rest: the grouping's
-// tiles are at most BN. K advances 64 per step: each thread expands one 32-element unit of one
-// weight row (dq32: thread t row t % 128, unit t / 128; under MOE_ROW_PAIRS, which the _p64
-// variants define, the two lanes of a pair take one row's two adjacent units, so a subgroup
-// reads 16 runs of 64 elements' bytes and a Q4_K pair shares one sub-block pair's quants) and
+// BN of them (MOE_BN: 32, or 64 for the _p64 variants; grid x: the row blocks, grid z: the tile
+// and its part, up to the bound the host dispatches; tiles past tiles[0], parts past a tile's
+// pairs and tiles of experts outside the W binding exit). With parts 2, the 32-pair kernels
+// take a grouping of 64-pair tiles, a workgroup for each half. The subgroups sit 4 (rows) x 2
+// (pairs): each owns 32 rows x BN/2 pairs, 16x16 accumulators two by BN/32. A tile of more
+// pairs than parts·BN would lose the rest: the grouping's tiles are at most parts·BN. K
+// advances 64 per step: each thread expands one 32-element unit of one weight row (dq32:
+// thread t row t % 128, unit t / 128; under MOE_ROW_PAIRS, which the _p64 variants define,
+// the two lanes of a pair take one row's two adjacent units, so a subgroup reads 16 runs of
+// 64 elements' bytes and a Q4_K pair shares one sub-block pair's quants) and
 // the first 2·BN threads convert 32 activations of one pair, into registers as fp16, while the
 // subgroups multiply the step
 // before from shared memory (one shared buffer, register double buffering). Rows past N and
@@ -39,6 +41,7 @@ layout(push_constant) uniform P {
     uint xPerPair; // 1: X row q, 0: X row q / used
     uint xStride;  // elements between X rows (a multiple of 4)
     uint yStride;  // elements between Y rows
+    uint parts;    // workgroups per tile along z: a tile of up to parts·BN pairs, BN a part
 } p;
 
 #define IQ_GRIDS_SHARED // i-quant codebooks in shared memory: constant arrays indexed per lane serialize
@@ -86,11 +89,12 @@ void main() {
     iqGridsLoad();
     barrier();
 #endif
-    uint t = gl_WorkGroupID.z;
+    uint parts = max(p.parts, 1u);
+    uint t = gl_WorkGroupID.z / parts, skip = (gl_WorkGroupID.z % parts) * BN;
     uint tid = gl_LocalInvocationID.x;
     uint r0 = gl_WorkGroupID.x * BM;
-    if (t >= tiles[0] || r0 >= p.N) return; // uniform over the workgroup
-    uint e = tiles[1u + 3u * t], first = tiles[2u + 3u * t], cnt = min(tiles[3u + 3u * t], BN);
+    if (t >= tiles[0] || r0 >= p.N || skip >= tiles[3u + 3u * t]) return; // uniform over the workgroup
+    uint e = tiles[1u + 3u * t], first = tiles[2u + 3u * t] + skip, cnt = min(tiles[3u + 3u * t] - skip, BN);
     if (e < p.e0 || e - p.e0 >= p.ne) return;
     uint rowBytes = (p.K / BLOCK_ELEMS) * BLOCK_BYTES;
     uint base = (e - p.e0) * p.N * rowBytes;

@@ -200,6 +200,14 @@ const (
 	moeCoopmatTilePairs64 = 64
 )
 
+// moeTile64MinK is the shortest row a product over a grouping of 64-pair tiles takes the _p64
+// kernels for; shorter rows take the 32-pair kernels, a workgroup for each half of a tile.
+// H100, 2026-12-07, Qwen3-30B-A3B Q4_K pp512 window: the _p64 kernels took the gate and up
+// products (2048-element rows) from 60.2 to 42.6 ms a window but the down products
+// (768-element rows) from 19.4 to 22.1: a short row's few K steps do not pay for the larger
+// tile's shared memory and accumulators.
+const moeTile64MinK = 1024
+
 // moeCoopmatTile is the tile size moeFFN groups with when every expert product of the layer
 // runs on moe_gemm_coopmat: 64 pairs under VKLLM_GPU_MOE_TILE64 (the _p64 kernels), else 32.
 func (c *Context) moeCoopmatTile() int {
@@ -263,10 +271,11 @@ func (s *Seq) MoEGroupTiles(ids, tiles, sorted Binding, pairs, experts, tilePair
 	s.Dispatch(kern, Push(uint32(pairs), uint32(experts), uint32(tilePairs)), 1, 1, 1, ids, tiles, sorted)
 }
 
-// MoEGEMM records the expert products of MoEMatVec for pairs grouped by MoEGroup: each tile's
-// pairs share one read of their expert's rows. The arguments are MoEMatVec's, with the
-// grouping (tiles, sorted) in place of the ids and the experts' count bounding the tiles.
-func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne, used, pairs, experts int, xPerPair bool, xStride, yStride int) {
+// MoEGEMM records the expert products of MoEMatVec for pairs grouped by MoEGroupTiles: each
+// tile's pairs share one read of their expert's rows. The arguments are MoEMatVec's, with the
+// grouping (tiles, sorted, its tile size tilePairs) in place of the ids and the experts' count
+// bounding the tiles.
+func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne, used, pairs, experts, tilePairs int, xPerPair bool, xStride, yStride int) {
 	suf, ok := weightSuffix(t)
 	if !ok {
 		s.fail(fmt.Errorf("moe gemm: weight type %v has no Vulkan kernel", t))
@@ -290,19 +299,34 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 		per = 1
 	}
 	if s.c.moeUsesCoopmat(t, k) {
-		// Tiles of up to moeCoopmatTile pairs (fewer when the grouping took smaller ones); the
-		// bound on their count from the smallest tiles covers every size.
-		name := "moe_gemm_coopmat_" + suf
-		if s.c.moeTile64 {
+		// Tiles of up to 32 pairs take the 32-pair kernels, a workgroup a tile; 64-pair ones the
+		// _p64 kernels where rows are long enough (moeTile64MinK), else the 32-pair kernels, a
+		// workgroup a half. The bound on the tiles' count from the smallest tiles covers every size.
+		name, parts := "moe_gemm_coopmat_"+suf, 1
+		switch {
+		case tilePairs > moeCoopmatTilePairs64 || tilePairs > moeCoopmatTilePairs && !s.c.moeTile64:
+			s.fail(fmt.Errorf("moe gemm %v: tiles of %d pairs (at most %d; %d with VKLLM_GPU_MOE_TILE64)", t, tilePairs, moeCoopmatTilePairs, moeCoopmatTilePairs64))
+			return
+		case tilePairs > moeCoopmatTilePairs && k >= s.c.moeTile64MinK:
 			name = "moe_gemm_coopmat_p64_" + suf
+		case tilePairs > moeCoopmatTilePairs:
+			parts = 2
 		}
-		kern := s.kernel(name, 5, 32)
+		if parts*maxTiles > maxGroups {
+			s.fail(fmt.Errorf("moe gemm %v: %d tiles in %d parts exceed the %d-workgroup grid", t, maxTiles, parts, maxGroups))
+			return
+		}
+		kern := s.kernel(name, 5, 36)
 		if kern == nil {
 			return
 		}
 		const bm = 128 // rows per workgroup (moe_gemm_coopmat.glsl)
-		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride)),
-			uint32((n+bm-1)/bm), 1, uint32(maxTiles), w, x, y, tiles, sorted)
+		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), uint32(parts)),
+			uint32((n+bm-1)/bm), 1, uint32(parts*maxTiles), w, x, y, tiles, sorted)
+		return
+	}
+	if tilePairs > moeTilePairs {
+		s.fail(fmt.Errorf("moe gemm %v: tiles of %d pairs, moe_gemm takes at most %d (the grouping's tiles are for the cooperative-matrix kernels, which %d-element rows of %v do not take)", t, tilePairs, moeTilePairs, k, t))
 		return
 	}
 	kern := s.kernel("moe_gemm_"+suf, 5, 40)

@@ -62,10 +62,10 @@ func BenchmarkMoEExperts(b *testing.B) {
 				}
 				s.MoEGroupTiles(idb.All(), tiles.All(), sorted.All(), pairs, ne, tilePairs)
 				s.Barrier()
-				s.MoEGEMM(typ, gate.All(), x.All(), g.All(), tiles.All(), sorted.All(), dim, ff, 0, ne, used, pairs, ne, false, dim, ff)
-				s.MoEGEMM(typ, up.All(), x.All(), u.All(), tiles.All(), sorted.All(), dim, ff, 0, ne, used, pairs, ne, false, dim, ff)
+				s.MoEGEMM(typ, gate.All(), x.All(), g.All(), tiles.All(), sorted.All(), dim, ff, 0, ne, used, pairs, ne, tilePairs, false, dim, ff)
+				s.MoEGEMM(typ, up.All(), x.All(), u.All(), tiles.All(), sorted.All(), dim, ff, 0, ne, used, pairs, ne, tilePairs, false, dim, ff)
 				s.Barrier()
-				s.MoEGEMM(typ, down.All(), g.All(), o.All(), tiles.All(), sorted.All(), ff, dim, 0, ne, used, pairs, ne, true, ff, dim)
+				s.MoEGEMM(typ, down.All(), g.All(), o.All(), tiles.All(), sorted.All(), ff, dim, 0, ne, used, pairs, ne, tilePairs, true, ff, dim)
 			}) / 1e3
 			if m > 1 && typ == quant.Q4_K { // the grouping alone (one workgroup), once
 				group := bestNsPerRep(b, c, reps, func(s *Seq) { s.MoEGroup(idb.All(), tiles.All(), sorted.All(), pairs, ne) }) / 1e3

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vkllm/vkllm/engine/quant"
 )
 
 // TestMoEGroupOrdersPairsByExpert checks moe_group's grouping against the host's: every pair of
@@ -125,18 +127,56 @@ func TestMoEGroupRefuses64PairTilesWithoutTheirKernels(t *testing.T) {
 	}
 }
 
-// VKLLM_GPU_MOE_TILE64 reaches the context: off by default (32-pair tiles), on with 1 (64).
+// VKLLM_GPU_MOE_TILE64 reaches the context: on by default (64-pair tiles), off with 0 (32);
+// VKLLM_GPU_MOE_P64_MIN_K sets the shortest rows the _p64 kernels take.
 func TestMoETile64SwitchSetsTheGroupingTile(t *testing.T) {
 	c := ctxOrSkip(t)
 	t.Cleanup(c.selectNumericTier) // the environment's choice back, after Setenv's own cleanups (LIFO)
 	for _, tc := range []struct {
-		env  string
-		tile int
-	}{{"", moeCoopmatTilePairs}, {"0", moeCoopmatTilePairs}, {"1", moeCoopmatTilePairs64}} {
+		env, minKEnv string
+		tile, minK   int
+	}{
+		{"", "", moeCoopmatTilePairs64, moeTile64MinK},
+		{"0", "", moeCoopmatTilePairs, moeTile64MinK},
+		{"1", "", moeCoopmatTilePairs64, moeTile64MinK},
+		{"1", "4096", moeCoopmatTilePairs64, 4096},
+	} {
 		t.Setenv("VKLLM_GPU_MOE_TILE64", tc.env)
+		t.Setenv("VKLLM_GPU_MOE_P64_MIN_K", tc.minKEnv)
 		c.selectNumericTier()
 		if got := c.moeCoopmatTile(); got != tc.tile {
 			t.Errorf("VKLLM_GPU_MOE_TILE64=%q: tiles of %d pairs, want %d", tc.env, got, tc.tile)
+		}
+		if c.moeTile64MinK != tc.minK {
+			t.Errorf("VKLLM_GPU_MOE_P64_MIN_K=%q: the _p64 kernels from rows of %d, want %d", tc.minKEnv, c.moeTile64MinK, tc.minK)
+		}
+	}
+}
+
+// The grouped products refuse a grouping whose tiles their kernel would cut short: moe_gemm
+// (the products off the cooperative-matrix tier: f32 weights everywhere) takes tiles of 16
+// pairs, and a 32-pair grouping is refused with a message naming the limit.
+func TestMoEGEMMRefusesTilesLargerThanItsKernelTakes(t *testing.T) {
+	c := ctxOrSkip(t)
+	const k, n, ne, used, m = 64, 8, 2, 2, 20
+	pairs := m * used
+	w := upload(t, c, make([]float32, ne*n*k))
+	x, y := upload(t, c, make([]float32, m*k)), upload(t, c, make([]float32, pairs*n))
+	tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
+	sb := uploadU32(t, c, make([]uint32, pairs))
+	for _, tc := range []struct {
+		tilePairs int
+		refused   bool
+	}{{moeTilePairs, false}, {moeCoopmatTilePairs, true}} {
+		s, err := c.NewSeq()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.MoEGEMM(quant.F32, w.All(), x.All(), y.All(), tb.All(), sb.All(), k, n, 0, ne, used, pairs, ne, tc.tilePairs, false, k, n)
+		err = s.Run()
+		s.Free()
+		if tc.refused != (err != nil) || tc.refused && !strings.Contains(err.Error(), "at most 16") {
+			t.Errorf("tiles of %d pairs: got %v, refused %v", tc.tilePairs, err, tc.refused)
 		}
 	}
 }

@@ -374,7 +374,7 @@ func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("%v/%s", typ, form), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(int64(typ)*11 + int64(k)))
-				got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, perPair, tb, sb)
+				got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, moeTilePairs, perPair, tb, sb)
 				for q := 0; q < pairs; q++ {
 					e, xr := int(ids[q]), q/used
 					if perPair {
@@ -401,7 +401,7 @@ func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 // pair with perPair), binds the experts as two tensors (experts 0-2 and 3-4), records MoEGEMM
 // over the grouping in tb and sb into a poisoned output and returns it with the dequantized
 // weights and the inputs.
-func runMoEGEMM(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, ne, m, used int, perPair bool, tb, sb *Buffer) (got, wd, x []float32) {
+func runMoEGEMM(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, ne, m, used, tilePairs int, perPair bool, tb, sb *Buffer) (got, wd, x []float32) {
 	t.Helper()
 	pairs := m * used
 	wq, wd := moeTestWeights(t, rng, typ, k, n, ne)
@@ -414,8 +414,8 @@ func runMoEGEMM(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, 
 	w0, w1 := uploadBytes(t, c, wq[:3*per]), uploadBytes(t, c, wq[3*per:])
 	xb, yb := upload(t, c, x), upload(t, c, poisoned(pairs*n))
 	run(t, c, func(s *Seq) {
-		s.MoEGEMM(typ, w0.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 0, 3, used, pairs, ne, perPair, k, n)
-		s.MoEGEMM(typ, w1.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 3, 2, used, pairs, ne, perPair, k, n)
+		s.MoEGEMM(typ, w0.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 0, 3, used, pairs, ne, tilePairs, perPair, k, n)
+		s.MoEGEMM(typ, w1.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 3, 2, used, pairs, ne, tilePairs, perPair, k, n)
 	})
 	return readF32(t, yb, pairs*n), wd, x
 }
@@ -425,13 +425,15 @@ func runMoEGEMM(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, 
 // of the fp16-rounded inputs |gpu − ref16| ≤ 1e-4·Σ|w·x| + 1e-5, against the exact products
 // |gpu − ref| ≤ 2e-3·Σ|w·x| + 1e-5. 200 rows (a whole and a partial 128-row block), 31 tokens ×
 // 3 slots over 5 experts with expert 4 taking 70 pairs (full 16-, 32- and 64-pair tiles and a
-// partial one), grouped in tiles of 16 and 32 for the 32-pair kernels and of 16 and 64 for the
-// _p64 ones (VKLLM_GPU_MOE_TILE64), both input forms, the tensor bound as two bindings; the test
-// fails if the products do not take the kernel the switch names.
+// partial one), grouped in tiles of 16 and 32 (the 32-pair kernels) and, under
+// VKLLM_GPU_MOE_TILE64, of 16 (the 32-pair kernels), and 64: the _p64 kernels, and the 32-pair
+// kernels a workgroup a half where rows are shorter than the context's moeTile64MinK (which
+// the test sets to take each), both input forms, the tensor bound as two bindings; the test
+// fails if the products do not take the kernel the case names.
 func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 	c := ctxOrSkip(t)
 	coopmatOrSkip(t, c)
-	defer func(on bool) { c.moeTile64 = on }(c.moeTile64)
+	defer func(on bool, minK int) { c.moeTile64, c.moeTile64MinK = on, minK }(c.moeTile64, c.moeTile64MinK)
 	const n, ne, used, m = 200, 5, 3, 31
 	pairs := m * used
 	rng := rand.New(rand.NewSource(4))
@@ -453,26 +455,34 @@ func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 		if !c.moeUsesCoopmat(typ, k) {
 			continue // the exact tier keeps llama.cpp's order for Q4_0/Q8_0
 		}
+		suf, _ := weightSuffix(typ)
 		for _, tc := range []struct {
 			tilePairs int
 			tile64    bool
-		}{{moeTilePairs, false}, {moeCoopmatTilePairs, false}, {moeTilePairs, true}, {moeCoopmatTilePairs64, true}} {
+			minK      int
+			kernel    string
+		}{
+			{moeTilePairs, false, moeTile64MinK, "moe_gemm_coopmat_"},
+			{moeCoopmatTilePairs, false, moeTile64MinK, "moe_gemm_coopmat_"},
+			{moeTilePairs, true, 0, "moe_gemm_coopmat_"},
+			{moeCoopmatTilePairs64, true, k + 1, "moe_gemm_coopmat_"}, // halves
+			{moeCoopmatTilePairs64, true, k, "moe_gemm_coopmat_p64_"},
+		} {
 			tilePairs := tc.tilePairs
-			c.moeTile64 = tc.tile64
+			c.moeTile64, c.moeTile64MinK = tc.tile64, tc.minK
 			tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
 			sb := uploadU32(t, c, make([]uint32, pairs))
 			run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, ne, tilePairs) })
-			kernel := "moe_gemm_coopmat_"
-			if tc.tile64 {
-				kernel = "moe_gemm_coopmat_p64_"
-			}
 			for _, perPair := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%v/%stiles%d/perPair=%v", typ, kernel, tilePairs, perPair), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%v/%stiles%d/minK%d/perPair=%v", typ, tc.kernel, tilePairs, tc.minK, perPair), func(t *testing.T) {
 					rng := rand.New(rand.NewSource(int64(typ)*13 + int64(tilePairs)))
-					got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, perPair, tb, sb)
-					suf, _ := weightSuffix(typ)
-					if _, made := c.kernels[kernel+suf]; !made {
-						t.Fatalf("%v: the grouped products did not take %s%s", typ, kernel, suf)
+					_, p64Before := c.kernels["moe_gemm_coopmat_p64_"+suf]
+					got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, tilePairs, perPair, tb, sb)
+					if _, made := c.kernels[tc.kernel+suf]; !made {
+						t.Fatalf("%v: the grouped products did not take %s%s", typ, tc.kernel, suf)
+					}
+					if _, p64 := c.kernels["moe_gemm_coopmat_p64_"+suf]; tc.kernel != "moe_gemm_coopmat_p64_" && p64 && !p64Before {
+						t.Fatalf("%v: the grouped products took moe_gemm_coopmat_p64_%s, not %s%s", typ, suf, tc.kernel, suf)
 					}
 					for q := 0; q < pairs; q++ {
 						e, xr := int(ids[q]), q/used

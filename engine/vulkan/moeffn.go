@@ -359,8 +359,8 @@ type expertProjection struct {
 // it already holds the rounding of every product (moeFFN rounds beside the router), or the
 // window's products take it unrounded (expertsAsIs). A decode step multiplies pair by pair
 // (MoEMatVec); a prefill window takes the pairs grouped by expert (MoEGEMM over moeFFN's
-// MoEGroup), each expert's rows read once per tile of pairs.
-func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair, asIs bool, ps ...expertProjection) {
+// MoEGroupTiles, in tiles of tilePairs), each expert's rows read once per tile of pairs.
+func (r *Resident) projectExperts(s *Seq, x Binding, k, m, tilePairs int, perPair, asIs bool, ps ...expertProjection) {
 	used := r.h.MoE.Used
 	pairs := m * used
 	rows := m
@@ -395,7 +395,7 @@ func (r *Resident) projectExperts(s *Seq, x Binding, k, m int, perPair, asIs boo
 					continue
 				}
 				s.MoEGEMM(p.w.typ, sl.binding(), src, y, r.moe.tiles.All(), r.moe.sorted.All(),
-					k, p.w.rows, sl.e0, sl.ne, used, pairs, r.h.MoE.Experts, perPair, k, p.yStride)
+					k, p.w.rows, sl.e0, sl.ne, used, pairs, r.h.MoE.Experts, tilePairs, perPair, k, p.yStride)
 			}
 			done[j] = true
 		}
@@ -512,8 +512,8 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		r.captureRouting(s, m)
 		stamp("route")
 	}
+	tilePairs := r.c.moeGroupTile(w.gate.typ, w.up.typ, w.down.typ, dim, ff)
 	if m > 1 {
-		tilePairs := r.c.moeGroupTile(w.gate.typ, w.up.typ, w.down.typ, dim, ff)
 		s.MoEGroupTiles(ms.ids.Range(0, uint64(4*pairs)), ms.tiles.All(), ms.sorted.All(), pairs, p.Experts, tilePairs)
 		s.Barrier()
 		stamp("group") // one workgroup (a sort in shared memory): apart from the experts' products in profiles
@@ -543,7 +543,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 		s.Barrier()
 		stamp("ffn_up")
 	} else {
-		r.projectExperts(s, expertIn, dim, m, false, early || upAsIs, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
+		r.projectExperts(s, expertIn, dim, m, tilePairs, false, early || upAsIs, expertProjection{w.gate, r.gate, ff}, expertProjection{w.up, r.up, ff})
 		s.Barrier()
 		stamp("ffn_up")
 		s.SwiGLU(hid, r.up.Range(0, uint64(4*pairs*ff)), hid, pairs*ff)
@@ -567,7 +567,7 @@ func (r *Resident) moeFFN(s *Seq, l *layerWeights, m int) {
 			s.MoEMatVecX8(w.down.typ, sl.binding(), hidQ, hidS, ms.out.All(), ms.ids.All(), 0, ff, dim, sl.e0, sl.ne, p.Used, pairs, true, dim)
 		}
 	} else {
-		r.projectExperts(s, hid, ff, m, true, r.expertsAsIs(w.down.typ, ff, m), expertProjection{w.down, ms.out, dim})
+		r.projectExperts(s, hid, ff, m, tilePairs, true, r.expertsAsIs(w.down.typ, ff, m), expertProjection{w.down, ms.out, dim})
 	}
 	s.Barrier()
 	sh, g := ms.out, ms.wts // not read without a shared expert
