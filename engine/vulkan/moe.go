@@ -240,6 +240,25 @@ func moeMaxTiles(pairs, experts int) int {
 	return (pairs+moeTilePairs-1)/moeTilePairs + min(experts, pairs)
 }
 
+// moeCoopmatKernel names the moe_gemm_coopmat kernel (for weight suffix suf) that takes a
+// grouping of tilePairs-pair tiles over k-element rows, and the workgroups it gives each tile:
+// tiles of up to 32 pairs take the 32-pair kernels, a workgroup a tile; 64-pair tiles the _p64
+// kernels where rows have at least moeTile64MinK elements, else the 32-pair kernels, a
+// workgroup a half. Larger tiles, or 64-pair ones without VKLLM_GPU_MOE_TILE64, are an error:
+// the kernels would drop their pairs past the kernel's tile.
+func (c *Context) moeCoopmatKernel(suf string, tilePairs, k int) (name string, parts int, err error) {
+	switch {
+	case tilePairs <= 0 || tilePairs > moeCoopmatTilePairs64 || tilePairs > moeCoopmatTilePairs && !c.moeTile64:
+		return "", 0, fmt.Errorf("tiles of %d pairs (at most %d; %d with VKLLM_GPU_MOE_TILE64)", tilePairs, moeCoopmatTilePairs, moeCoopmatTilePairs64)
+	case tilePairs <= moeCoopmatTilePairs:
+		return "moe_gemm_coopmat_" + suf, 1, nil
+	case k >= c.moeTile64MinK:
+		return "moe_gemm_coopmat_p64_" + suf, 1, nil
+	default:
+		return "moe_gemm_coopmat_" + suf, 2, nil
+	}
+}
+
 // MoEGroup records the grouping of pairs (token, slot) pairs by their expert ids (written by
 // MoERoute) for MoEGEMM: sorted gets the pairs expert by expert, in order, and tiles the count
 // of tiles and each tile's (expert, first index into sorted, pairs), at most moeTilePairs
@@ -299,18 +318,10 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 		per = 1
 	}
 	if s.c.moeUsesCoopmat(t, k) {
-		// Tiles of up to 32 pairs take the 32-pair kernels, a workgroup a tile; 64-pair ones the
-		// _p64 kernels where rows are long enough (moeTile64MinK), else the 32-pair kernels, a
-		// workgroup a half. The bound on the tiles' count from the smallest tiles covers every size.
-		name, parts := "moe_gemm_coopmat_"+suf, 1
-		switch {
-		case tilePairs > moeCoopmatTilePairs64 || tilePairs > moeCoopmatTilePairs && !s.c.moeTile64:
-			s.fail(fmt.Errorf("moe gemm %v: tiles of %d pairs (at most %d; %d with VKLLM_GPU_MOE_TILE64)", t, tilePairs, moeCoopmatTilePairs, moeCoopmatTilePairs64))
+		name, parts, err := s.c.moeCoopmatKernel(suf, tilePairs, k)
+		if err != nil {
+			s.fail(fmt.Errorf("moe gemm %v: %w", t, err))
 			return
-		case tilePairs > moeCoopmatTilePairs && k >= s.c.moeTile64MinK:
-			name = "moe_gemm_coopmat_p64_" + suf
-		case tilePairs > moeCoopmatTilePairs:
-			parts = 2
 		}
 		if parts*maxTiles > maxGroups {
 			s.fail(fmt.Errorf("moe gemm %v: %d tiles in %d parts exceed the %d-workgroup grid", t, maxTiles, parts, maxGroups))
