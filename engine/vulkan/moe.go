@@ -234,10 +234,17 @@ func (c *Context) moeUsesCoopmat(t quant.Type, k int) bool {
 	return c.usesCoopmat(t, k, 2)
 }
 
-// moeMaxTiles bounds the tiles moe_group makes of pairs pairs over experts experts: every
-// expert's last tile may be partial.
+// moeMaxTiles bounds the tiles moe_group makes of pairs pairs over experts experts in tiles of
+// any size it takes (the smallest, moeTilePairs, make the most): it sizes the tiles buffer.
 func moeMaxTiles(pairs, experts int) int {
-	return (pairs+moeTilePairs-1)/moeTilePairs + min(experts, pairs)
+	return moeTileBound(pairs, experts, moeTilePairs)
+}
+
+// moeTileBound bounds the tiles of a grouping of pairs pairs over experts experts in tiles of
+// up to tilePairs pairs: every expert's last tile may be partial. A grouped product's grid
+// takes this many tiles, so fewer of its workgroups find no tile than under moeMaxTiles.
+func moeTileBound(pairs, experts, tilePairs int) int {
+	return (pairs+tilePairs-1)/tilePairs + min(experts, pairs)
 }
 
 // moeCoopmatKernel names the moe_gemm_coopmat kernel (for weight suffix suf) that takes a
@@ -308,7 +315,11 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 		s.fail(fmt.Errorf("moe gemm %v: input stride %d not a multiple of 4", t, xStride))
 		return
 	}
-	maxTiles := moeMaxTiles(pairs, experts)
+	if tilePairs <= 0 {
+		s.fail(fmt.Errorf("moe gemm %v: a grouping in tiles of %d pairs", t, tilePairs))
+		return
+	}
+	maxTiles := moeTileBound(pairs, experts, tilePairs)
 	if maxTiles > maxGroups {
 		s.fail(fmt.Errorf("moe gemm %v: %d tiles exceed the %d-workgroup grid", t, maxTiles, maxGroups))
 		return

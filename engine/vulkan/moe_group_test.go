@@ -83,6 +83,11 @@ func TestMoEGroupOrdersPairsByExpert(t *testing.T) {
 			if j := firstDifference(gotTiles, want); j >= 0 {
 				t.Fatalf("tiles word %d = %d, want %d (%d tiles wanted)", j, gotTiles[j], want[j], want[0])
 			}
+			// The grouped products' grid takes moeTileBound tiles: a grouping past it would
+			// lose its last tiles.
+			if bound := moeTileBound(tc.pairs, tc.experts, tc.tile); int(gotTiles[0]) > bound {
+				t.Fatalf("%d tiles of %d pairs, past the products' bound of %d", gotTiles[0], tc.tile, bound)
+			}
 		})
 	}
 }
