@@ -14,13 +14,12 @@
 // advances 64 per step: each thread expands one 32-element unit of one weight row (dq32:
 // thread t row t % 128, unit t / 128; under MOE_ROW_PAIRS, which the _p64 variants define,
 // the two lanes of a pair take one row's two adjacent units, so a subgroup reads 16 runs of
-// 64 elements' bytes and a Q4_K pair shares one sub-block pair's quants) and
-// the first 2·BN threads convert 32 activations of one pair, into registers as fp16, while the
-// subgroups multiply the step
-// before from shared memory (one shared buffer, register double buffering). Rows past N and
-// pairs past the tile's count are zeros; the products go to Y through a per-subgroup shared
-// fragment, scattered to their pairs' rows. The including shader defines one weight type (see
-// dequant.glsl); K is a multiple of 32 (and of the type's block).
+// 64 elements' bytes and a Q4_K pair shares one sub-block pair's quants) and the first 2·BN
+// threads convert 32 activations of one pair, into registers as fp16, while the subgroups
+// multiply the step before from shared memory (one shared buffer, register double buffering).
+// Rows past N and pairs past the tile's count are zeros; the products go to Y through a
+// per-subgroup shared fragment, scattered to their pairs' rows. The including shader defines
+// one weight type (see dequant.glsl); K is a multiple of 32 (and of the type's block).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require

@@ -248,14 +248,15 @@ func moeTileBound(pairs, experts, tilePairs int) int {
 }
 
 // moeCoopmatKernel names the moe_gemm_coopmat kernel (for weight suffix suf) that takes a
-// grouping of tilePairs-pair tiles over k-element rows, and the workgroups it gives each tile:
+// grouping of tilePairs-pair tiles (MoEGEMM has checked it positive) over k-element rows, and
+// the workgroups it gives each tile:
 // tiles of up to 32 pairs take the 32-pair kernels, a workgroup a tile; 64-pair tiles the _p64
 // kernels where rows have at least moeTile64MinK elements, else the 32-pair kernels, a
 // workgroup a half. Larger tiles, or 64-pair ones without VKLLM_GPU_MOE_TILE64, are an error:
 // the kernels would drop their pairs past the kernel's tile.
 func (c *Context) moeCoopmatKernel(suf string, tilePairs, k int) (name string, parts int, err error) {
 	switch {
-	case tilePairs <= 0 || tilePairs > moeCoopmatTilePairs64 || tilePairs > moeCoopmatTilePairs && !c.moeTile64:
+	case tilePairs > moeCoopmatTilePairs64 || tilePairs > moeCoopmatTilePairs && !c.moeTile64:
 		return "", 0, fmt.Errorf("tiles of %d pairs (at most %d; %d with VKLLM_GPU_MOE_TILE64)", tilePairs, moeCoopmatTilePairs, moeCoopmatTilePairs64)
 	case tilePairs <= moeCoopmatTilePairs:
 		return "moe_gemm_coopmat_" + suf, 1, nil
