@@ -57,6 +57,7 @@ func (c *Context) selectNumericTier() {
 	c.attFreshKV = config.GPUAttFreshKV.Bool()
 	c.routeSubgroup = config.GPURouteSubgroup.Bool()
 	c.moeTile64 = config.GPUMoETile64.Bool()
+	c.moeAhead = config.GPUMoEAhead.Bool()
 	c.moeTile64MinK = moeTile64MinK
 	if n := config.GPUMoEP64MinK.Int(); n > 0 {
 		c.moeTile64MinK = n

@@ -247,25 +247,37 @@ func moeTileBound(pairs, experts, tilePairs int) int {
 	return (pairs+tilePairs-1)/tilePairs + min(experts, pairs)
 }
 
-// moeCoopmatKernel names the moe_gemm_coopmat kernel (for weight suffix suf) that takes a
-// grouping of tilePairs-pair tiles (MoEGEMM has checked it positive) over k-element rows, and
-// the workgroups it gives each tile:
+// moeCoopmatKernel names the cooperative-matrix kernel (for weight suffix suf) that takes a
+// grouping of tilePairs-pair tiles (MoEGEMM has checked it positive) over k-element rows, the
+// workgroups it gives each tile and the expert rows each workgroup takes:
 // tiles of up to 32 pairs take the 32-pair kernels, a workgroup a tile; 64-pair tiles the _p64
 // kernels where rows have at least moeTile64MinK elements, else the 32-pair kernels, a
 // workgroup a half. Larger tiles, or 64-pair ones without VKLLM_GPU_MOE_TILE64, are an error:
-// the kernels would drop their pairs past the kernel's tile.
-func (c *Context) moeCoopmatKernel(suf string, tilePairs, k int) (name string, parts int, err error) {
+// the kernels would drop their pairs past the kernel's tile. The kernels are moe_gemm_coopmat's
+// (128 rows a workgroup), or moe_gemm_ahead's (64 rows) under VKLLM_GPU_MOE_AHEAD.
+func (c *Context) moeCoopmatKernel(suf string, tilePairs, k int) (name string, parts, rows int, err error) {
+	family, rows := "moe_gemm_coopmat_", moeCoopmatRows
+	if c.moeAhead {
+		family, rows = "moe_gemm_ahead_", moeAheadRows
+	}
 	switch {
 	case tilePairs > moeCoopmatTilePairs64 || tilePairs > moeCoopmatTilePairs && !c.moeTile64:
-		return "", 0, fmt.Errorf("tiles of %d pairs (at most %d; %d with VKLLM_GPU_MOE_TILE64)", tilePairs, moeCoopmatTilePairs, moeCoopmatTilePairs64)
+		return "", 0, 0, fmt.Errorf("tiles of %d pairs (at most %d; %d with VKLLM_GPU_MOE_TILE64)", tilePairs, moeCoopmatTilePairs, moeCoopmatTilePairs64)
 	case tilePairs <= moeCoopmatTilePairs:
-		return "moe_gemm_coopmat_" + suf, 1, nil
+		return family + suf, 1, rows, nil
 	case k >= c.moeTile64MinK:
-		return "moe_gemm_coopmat_p64_" + suf, 1, nil
+		return family + "p64_" + suf, 1, rows, nil
 	default:
-		return "moe_gemm_coopmat_" + suf, 2, nil
+		return family + suf, 2, rows, nil
 	}
 }
+
+// The expert rows a workgroup of the grouped cooperative-matrix products takes (BM in
+// moe_gemm_coopmat.glsl and moe_gemm_ahead.glsl).
+const (
+	moeCoopmatRows = 128
+	moeAheadRows   = 64
+)
 
 // MoEGroup records the grouping of pairs (token, slot) pairs by their expert ids (written by
 // MoERoute) for MoEGEMM: sorted gets the pairs expert by expert, in order, and tiles the count
@@ -330,7 +342,7 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 		per = 1
 	}
 	if s.c.moeUsesCoopmat(t, k) {
-		name, parts, err := s.c.moeCoopmatKernel(suf, tilePairs, k)
+		name, parts, bm, err := s.c.moeCoopmatKernel(suf, tilePairs, k)
 		if err != nil {
 			s.fail(fmt.Errorf("moe gemm %v: %w", t, err))
 			return
@@ -343,7 +355,6 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 		if kern == nil {
 			return
 		}
-		const bm = 128 // rows per workgroup (moe_gemm_coopmat.glsl)
 		s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(ne), uint32(used), per, uint32(xStride), uint32(yStride), uint32(parts)),
 			uint32((n+bm-1)/bm), 1, uint32(parts*maxTiles), w, x, y, tiles, sorted)
 		return

@@ -189,36 +189,44 @@ func TestMoEGEMMRefusesTilesLargerThanItsKernelTakes(t *testing.T) {
 // moeCoopmatKernel's choice, on the context's fields alone (so it runs without cooperative
 // matrices): 16- and 32-pair tiles take the 32-pair kernels, a workgroup a tile; 64-pair
 // tiles the _p64 kernels from rows of moeTile64MinK elements, the 32-pair kernels in halves
-// below; 64-pair tiles without the switch, and larger ones, are refused.
+// below; 64-pair tiles without the switch, and larger ones, are refused. Under
+// VKLLM_GPU_MOE_AHEAD the same choice names moe_gemm_ahead's kernels, of 64 rows a workgroup.
 func TestMoECoopmatKernelForTheGrouping(t *testing.T) {
-	c := &Context{moeTile64MinK: 1024}
-	for _, tc := range []struct {
-		tile64          bool
-		tilePairs, k    int
-		name            string
-		parts           int
-		refusedForTiles bool
-	}{
-		{false, moeTilePairs, 2048, "moe_gemm_coopmat_q4_k", 1, false},
-		{false, moeCoopmatTilePairs, 2048, "moe_gemm_coopmat_q4_k", 1, false},
-		{false, moeCoopmatTilePairs64, 2048, "", 0, true},
-		{true, moeTilePairs, 2048, "moe_gemm_coopmat_q4_k", 1, false},
-		{true, moeCoopmatTilePairs, 768, "moe_gemm_coopmat_q4_k", 1, false},
-		{true, moeCoopmatTilePairs64, 2048, "moe_gemm_coopmat_p64_q4_k", 1, false},
-		{true, moeCoopmatTilePairs64, 1024, "moe_gemm_coopmat_p64_q4_k", 1, false},
-		{true, moeCoopmatTilePairs64, 768, "moe_gemm_coopmat_q4_k", 2, false},
-		{true, 2 * moeCoopmatTilePairs64, 2048, "", 0, true},
-	} {
-		c.moeTile64 = tc.tile64
-		name, parts, err := c.moeCoopmatKernel("q4_k", tc.tilePairs, tc.k)
-		if tc.refusedForTiles {
-			if err == nil || !strings.Contains(err.Error(), "VKLLM_GPU_MOE_TILE64") {
-				t.Errorf("switch %v, %d-pair tiles: got %s in %d parts, %v; want a refusal naming the switch", tc.tile64, tc.tilePairs, name, parts, err)
-			}
-			continue
+	for _, ahead := range []bool{false, true} {
+		c := &Context{moeTile64MinK: 1024, moeAhead: ahead}
+		family, rows := "moe_gemm_coopmat_", 128
+		if ahead {
+			family, rows = "moe_gemm_ahead_", 64
 		}
-		if err != nil || name != tc.name || parts != tc.parts {
-			t.Errorf("switch %v, %d-pair tiles, %d-element rows: got %s in %d parts (%v), want %s in %d", tc.tile64, tc.tilePairs, tc.k, name, parts, err, tc.name, tc.parts)
+		for _, tc := range []struct {
+			tile64          bool
+			tilePairs, k    int
+			name            string
+			parts           int
+			refusedForTiles bool
+		}{
+			{false, moeTilePairs, 2048, "q4_k", 1, false},
+			{false, moeCoopmatTilePairs, 2048, "q4_k", 1, false},
+			{false, moeCoopmatTilePairs64, 2048, "", 0, true},
+			{true, moeTilePairs, 2048, "q4_k", 1, false},
+			{true, moeCoopmatTilePairs, 768, "q4_k", 1, false},
+			{true, moeCoopmatTilePairs64, 2048, "p64_q4_k", 1, false},
+			{true, moeCoopmatTilePairs64, 1024, "p64_q4_k", 1, false},
+			{true, moeCoopmatTilePairs64, 768, "q4_k", 2, false},
+			{true, 2 * moeCoopmatTilePairs64, 2048, "", 0, true},
+		} {
+			c.moeTile64 = tc.tile64
+			name, parts, bm, err := c.moeCoopmatKernel("q4_k", tc.tilePairs, tc.k)
+			if tc.refusedForTiles {
+				if err == nil || !strings.Contains(err.Error(), "VKLLM_GPU_MOE_TILE64") {
+					t.Errorf("ahead %v, switch %v, %d-pair tiles: got %s in %d parts, %v; want a refusal naming the switch", ahead, tc.tile64, tc.tilePairs, name, parts, err)
+				}
+				continue
+			}
+			if err != nil || name != family+tc.name || parts != tc.parts || bm != rows {
+				t.Errorf("ahead %v, switch %v, %d-pair tiles, %d-element rows: got %s in %d parts of %d rows (%v), want %s in %d of %d",
+					ahead, tc.tile64, tc.tilePairs, tc.k, name, parts, bm, err, family+tc.name, tc.parts, rows)
+			}
 		}
 	}
 }

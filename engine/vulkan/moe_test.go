@@ -429,11 +429,15 @@ func runMoEGEMM(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, 
 // VKLLM_GPU_MOE_TILE64, of 16 (the 32-pair kernels), and 64: the _p64 kernels, and the 32-pair
 // kernels a workgroup a half where rows are shorter than the context's moeTile64MinK (which
 // the test sets to take each), both input forms, the tensor bound as two bindings; the test
-// fails if the products do not take the kernel the case names.
+// fails if the products do not take the kernel the case names. The same cases run on
+// moe_gemm_ahead's kernels (VKLLM_GPU_MOE_AHEAD: 64-row workgroups, so 200 rows are three whole
+// blocks and a partial one) with rows of 608 elements (19 units: chunks of 256 or 128 elements,
+// the last one partial, and a last step with one unit) or, for 256-element blocks, 768 (three
+// chunks: one loaded two chunks ahead).
 func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 	c := ctxOrSkip(t)
 	coopmatOrSkip(t, c)
-	defer func(on bool, minK int) { c.moeTile64, c.moeTile64MinK = on, minK }(c.moeTile64, c.moeTile64MinK)
+	defer func(on, ahead bool, minK int) { c.moeTile64, c.moeAhead, c.moeTile64MinK = on, ahead, minK }(c.moeTile64, c.moeAhead, c.moeTile64MinK)
 	const n, ne, used, m = 200, 5, 3, 31
 	pairs := m * used
 	rng := rand.New(rand.NewSource(4))
@@ -447,63 +451,71 @@ func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 	}
 	rng.Shuffle(pairs, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	ib := uploadU32(t, c, ids)
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.IQ4_XS, quant.IQ2_XXS, quant.MXFP4, quant.F16} {
-		k := 64
-		if typ.BlockSize() > 32 {
-			k = 512
-		}
-		if !c.moeUsesCoopmat(typ, k) {
-			continue // the exact tier keeps llama.cpp's order for Q4_0/Q8_0
-		}
-		suf, _ := weightSuffix(typ)
-		for _, tc := range []struct {
-			tilePairs int
-			tile64    bool
-			minK      int
-			kernel    string
-		}{
-			{moeTilePairs, false, moeTile64MinK, "moe_gemm_coopmat_"},
-			{moeCoopmatTilePairs, false, moeTile64MinK, "moe_gemm_coopmat_"},
-			{moeTilePairs, true, 0, "moe_gemm_coopmat_"},
-			{moeCoopmatTilePairs64, true, k + 1, "moe_gemm_coopmat_"}, // halves
-			{moeCoopmatTilePairs64, true, k, "moe_gemm_coopmat_p64_"},
-		} {
-			tilePairs := tc.tilePairs
-			c.moeTile64, c.moeTile64MinK = tc.tile64, tc.minK
-			tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
-			sb := uploadU32(t, c, make([]uint32, pairs))
-			run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, ne, tilePairs) })
-			for _, perPair := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%v/%stiles%d/minK%d/perPair=%v", typ, tc.kernel, tilePairs, tc.minK, perPair), func(t *testing.T) {
-					rng := rand.New(rand.NewSource(int64(typ)*13 + int64(tilePairs)))
-					_, p64Before := c.kernels["moe_gemm_coopmat_p64_"+suf]
-					got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, tilePairs, perPair, tb, sb)
-					if _, made := c.kernels[tc.kernel+suf]; !made {
-						t.Fatalf("%v: the grouped products did not take %s%s", typ, tc.kernel, suf)
-					}
-					if _, p64 := c.kernels["moe_gemm_coopmat_p64_"+suf]; tc.kernel != "moe_gemm_coopmat_p64_" && p64 && !p64Before {
-						t.Fatalf("%v: the grouped products took moe_gemm_coopmat_p64_%s, not %s%s", typ, suf, tc.kernel, suf)
-					}
-					for q := 0; q < pairs; q++ {
-						e, xr := int(ids[q]), q/used
-						if perPair {
-							xr = q
+	for _, ahead := range []bool{false, true} {
+		for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.IQ4_XS, quant.IQ2_XXS, quant.MXFP4, quant.F16} {
+			k, family := 64, "moe_gemm_coopmat_"
+			if typ.BlockSize() > 32 {
+				k = 512
+			}
+			if ahead {
+				k, family = 608, "moe_gemm_ahead_"
+				if typ.BlockSize() > 32 {
+					k = 768
+				}
+			}
+			if !c.moeUsesCoopmat(typ, k) {
+				continue // the exact tier keeps llama.cpp's order for Q4_0/Q8_0
+			}
+			suf, _ := weightSuffix(typ)
+			for _, tc := range []struct {
+				tilePairs int
+				tile64    bool
+				minK      int
+				kernel    string
+			}{
+				{moeTilePairs, false, moeTile64MinK, family},
+				{moeCoopmatTilePairs, false, moeTile64MinK, family},
+				{moeTilePairs, true, 0, family},
+				{moeCoopmatTilePairs64, true, k + 1, family}, // halves
+				{moeCoopmatTilePairs64, true, k, family + "p64_"},
+			} {
+				tilePairs := tc.tilePairs
+				c.moeTile64, c.moeAhead, c.moeTile64MinK = tc.tile64, ahead, tc.minK
+				tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
+				sb := uploadU32(t, c, make([]uint32, pairs))
+				run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, ne, tilePairs) })
+				for _, perPair := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%v/%stiles%d/minK%d/perPair=%v", typ, tc.kernel, tilePairs, tc.minK, perPair), func(t *testing.T) {
+						rng := rand.New(rand.NewSource(int64(typ)*13 + int64(tilePairs)))
+						_, p64Before := c.kernels[family+"p64_"+suf]
+						got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, tilePairs, perPair, tb, sb)
+						if _, made := c.kernels[tc.kernel+suf]; !made {
+							t.Fatalf("%v: the grouped products did not take %s%s", typ, tc.kernel, suf)
 						}
-						for r := 0; r < n; r++ {
-							var ref, ref16, mag float64
-							for i := 0; i < k; i++ {
-								wv, xv := wd[(e*n+r)*k+i], x[xr*k+i]
-								ref += float64(wv) * float64(xv)
-								ref16 += roundF16(wv) * roundF16(xv)
-								mag += math.Abs(float64(wv) * float64(xv))
+						if _, p64 := c.kernels[family+"p64_"+suf]; tc.kernel != family+"p64_" && p64 && !p64Before {
+							t.Fatalf("%v: the grouped products took %sp64_%s, not %s%s", typ, family, suf, tc.kernel, suf)
+						}
+						for q := 0; q < pairs; q++ {
+							e, xr := int(ids[q]), q/used
+							if perPair {
+								xr = q
 							}
-							g := float64(got[q*n+r])
-							if e16, ex := math.Abs(g-ref16), math.Abs(g-ref); !(e16 <= 1e-4*mag+1e-5 && ex <= 2e-3*mag+1e-5) {
-								t.Fatalf("pair %d (expert %d) row %d: got %v, want %v (fp16 inputs %v), Σ|w·x| %g", q, e, r, g, ref, ref16, mag)
+							for r := 0; r < n; r++ {
+								var ref, ref16, mag float64
+								for i := 0; i < k; i++ {
+									wv, xv := wd[(e*n+r)*k+i], x[xr*k+i]
+									ref += float64(wv) * float64(xv)
+									ref16 += roundF16(wv) * roundF16(xv)
+									mag += math.Abs(float64(wv) * float64(xv))
+								}
+								g := float64(got[q*n+r])
+								if e16, ex := math.Abs(g-ref16), math.Abs(g-ref); !(e16 <= 1e-4*mag+1e-5 && ex <= 2e-3*mag+1e-5) {
+									t.Fatalf("pair %d (expert %d) row %d: got %v, want %v (fp16 inputs %v), Σ|w·x| %g", q, e, r, g, ref, ref16, mag)
+								}
 							}
 						}
-					}
-				})
+					})
+				}
 			}
 		}
 	}
