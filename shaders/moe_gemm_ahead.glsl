@@ -17,9 +17,16 @@
 // Rows past N, units past K and pairs past the tile's count are zeros; results are scattered to
 // their pairs' rows through a per-subgroup fp32 fragment. Tiles, parts and exits are
 // moe_gemm_coopmat.glsl's. The including shader defines one weight type (see dequant.glsl).
+//
+// MOE_AHEAD_PLAIN (the _plain kernels, for tests on devices without cooperative matrices)
+// replaces the cooperative-matrix products and their store with plain fp32 sums of the same fp16
+// tiles, a thread a row and every second pair: the chunks, their offsets and the tiles are the
+// same code.
+#ifndef MOE_AHEAD_PLAIN
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+#endif
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = 128) in;
@@ -66,7 +73,9 @@ const uint UPC = CH / 32u;                  // units a chunk
 shared uint w[BM * RWS];      // this chunk's raw rows, read by dq32
 shared f16vec4 sa[BM * SK4];  // weights: row r at r*SK4 (row-major A)
 shared f16vec4 sb[BN * SK4];  // activations: pair j at j*SK4 (column-major B)
+#ifndef MOE_AHEAD_PLAIN
 shared float frag[4u * 256u]; // one 16x16 fp32 fragment per subgroup, for the scattered store
+#endif
 
 #define IQ_GRIDS_SHARED // i-quant codebooks in shared memory: constant arrays indexed per lane serialize
 #include "dequant.glsl"
@@ -115,9 +124,11 @@ void main() {
     if (e < p.e0 || e - p.e0 >= p.ne) return;
     uint rowBytes = (p.K / BLOCK_ELEMS) * BLOCK_BYTES;
     uint wbase = (e - p.e0) * p.N * rowBytes;
+#ifndef MOE_AHEAD_PLAIN
     uint sg = gl_SubgroupID;
     uint sr = (sg % 2u) * 32u; // this subgroup's rows within the tile
     uint st = (sg / 2u) * (BN / 2u); // and pairs
+#endif
     uint jx = tid % BN;
     uint qx = sorted[first + min(jx, cnt - 1u)];
     uint xrow = p.xPerPair != 0u ? qx : qx / p.used;
@@ -126,8 +137,14 @@ void main() {
     uint rr = tid / 2u, uh = tid % 2u;
     uint row = r0 + rr;
 
+#ifdef MOE_AHEAD_PLAIN
+    uint prow = tid % BM, pj = tid / BM; // this thread's row and first pair (then every second)
+    float pacc[BN / 2u];
+    [[unroll]] for (uint i = 0u; i < BN / 2u; i++) pacc[i] = 0.0;
+#else
     coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FR * FC];
     [[unroll]] for (uint i = 0u; i < FR * FC; i++) acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+#endif
 
     uint units = p.K / 32u;
     uint chunks = (units + UPC - 1u) / UPC;
@@ -163,6 +180,14 @@ void main() {
                 if (c + 2u < chunks) fetchChunk(c + 2u, tid, r0, wbase, rowBytes, ahead);
             }
             if (tid < 2u * BN && u0 + BK / 32u < units) loadX(u0 + BK / 32u, tid, cnt, xrow, units, xr);
+#ifdef MOE_AHEAD_PLAIN
+            for (uint i = 0u; i < BN / 2u; i++) {
+                uint j = pj + 2u * i;
+                float sum = 0.0;
+                for (uint k4 = 0u; k4 < BK / 4u; k4++) sum += dot(vec4(sa[prow * SK4 + k4]), vec4(sb[j * SK4 + k4]));
+                pacc[i] += sum;
+            }
+#else
             [[unroll]] for (uint kh = 0u; kh < BK / 4u; kh += 4u) { // 16 elements = 4 f16vec4 per slice
                 coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a[FR];
                 coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b[FC];
@@ -173,10 +198,17 @@ void main() {
                 [[unroll]] for (uint i = 0u; i < FR; i++)
                     [[unroll]] for (uint cc = 0u; cc < FC; cc++) acc[i * FC + cc] = coopMatMulAdd(a[i], b[cc], acc[i * FC + cc]);
             }
+#endif
             barrier(); // the products have read sa/sb; the next chunk's w visible
         }
     }
 
+#ifdef MOE_AHEAD_PLAIN
+    for (uint i = 0u; i < BN / 2u; i++) {
+        uint j = pj + 2u * i, r = r0 + prow;
+        if (j < cnt && r < p.N) y[sorted[first + j] * p.yStride + r] = pacc[i];
+    }
+#else
     uint lane = gl_SubgroupInvocationID;
     [[unroll]] for (uint f = 0u; f < FR * FC; f++) {
         uint fr = r0 + sr + 16u * (f / FC), fc = st + 16u * (f % FC);
@@ -189,4 +221,5 @@ void main() {
         }
         subgroupBarrier(); // every lane has read the fragment before the next store
     }
+#endif
 }

@@ -40,6 +40,7 @@ type DeviceInfo struct {
 	BudgetReported        bool            `json:"budget_reported"`
 	MaxStorageBufferRange uint64          `json:"max_storage_buffer_range"`
 	MaxAllocationSize     uint64          `json:"max_allocation_size"`
+	MaxComputeShared      int             `json:"max_compute_shared_memory"` // bytes of workgroup memory a compute shader may declare
 	SubgroupSize          int             `json:"subgroup_size"`
 	Features              map[string]bool `json:"features"`
 }

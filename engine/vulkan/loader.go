@@ -452,6 +452,7 @@ func queryDevice(inst vk.Instance, pd vk.PhysicalDevice) (DeviceInfo, error) {
 		BudgetReported:        ci.budget != 0,
 		MaxStorageBufferRange: uint64(p.limits.maxStorageBufferRange),
 		MaxAllocationSize:     uint64(ci.maxAlloc),
+		MaxComputeShared:      int(p.limits.maxComputeSharedMemorySize),
 		SubgroupSize:          int(ci.subgroupSize),
 		Features: map[string]bool{
 			FeatureStorage16:       ci.storage16 != 0,

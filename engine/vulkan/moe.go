@@ -255,9 +255,9 @@ func moeTileBound(pairs, experts, tilePairs int) int {
 // workgroup a half. Larger tiles, or 64-pair ones without VKLLM_GPU_MOE_TILE64, are an error:
 // the kernels would drop their pairs past the kernel's tile. The kernels are moe_gemm_coopmat's
 // (128 rows a workgroup), or moe_gemm_ahead's (64 rows) under VKLLM_GPU_MOE_AHEAD.
-func (c *Context) moeCoopmatKernel(suf string, tilePairs, k int) (name string, parts, rows int, err error) {
+func (c *Context) moeCoopmatKernel(t quant.Type, suf string, tilePairs, k int) (name string, parts, rows int, err error) {
 	family, rows := "moe_gemm_coopmat_", moeCoopmatRows
-	if c.moeAhead {
+	if c.moeAhead && c.moeAheadFits(t, tilePairs, k) {
 		family, rows = "moe_gemm_ahead_", moeAheadRows
 	}
 	switch {
@@ -270,6 +270,40 @@ func (c *Context) moeCoopmatKernel(suf string, tilePairs, k int) (name string, p
 	default:
 		return family + suf, 2, rows, nil
 	}
+}
+
+// moeAheadFits reports whether moe_gemm_ahead's kernel for weights of type t, over a grouping
+// in tiles of tilePairs and k-element rows, fits the device's workgroup memory (NVIDIA: 48 KiB;
+// its largest kernels declare ~41 KiB); where it does not the products stay on moe_gemm_coopmat.
+func (c *Context) moeAheadFits(t quant.Type, tilePairs, k int) bool {
+	bn := moeCoopmatTilePairs
+	if tilePairs > moeCoopmatTilePairs && k >= c.moeTile64MinK {
+		bn = moeCoopmatTilePairs64
+	}
+	return moeAheadSharedBytes(t, bn, true) <= c.Info.MaxComputeShared
+}
+
+// moeAheadSharedBytes is the workgroup memory moe_gemm_ahead.glsl declares for weights of type
+// t and tiles of bn pairs (with coopmat, its cooperative-matrix form's store fragments): a
+// chunk of 64 rows' raw bytes (CH elements: 256, or 128 where eight 32-element blocks exceed
+// 300 bytes), the fp16 weight and activation tiles, and an i-quant's codebook (at most 4 KiB).
+func moeAheadSharedBytes(t quant.Type, bn int, coopmat bool) int {
+	const bm, sk4 = moeAheadRows, 64/4 + 2
+	be, bb := t.BlockSize(), t.BlockBytes()
+	ch := 256
+	if bb*(256/be) > 300 {
+		ch = 128
+	}
+	raw := ch / be * bb
+	rws := ((raw+3)/4 + 2) | 1
+	n := bm*rws*4 + bm*sk4*8 + bn*sk4*8
+	if coopmat {
+		n += 4 * 256 * 4
+	}
+	if _, iq := iquantSuffix[t]; iq {
+		n += 4096
+	}
+	return n
 }
 
 // The expert rows a workgroup of the grouped cooperative-matrix products takes (BM in
@@ -342,7 +376,7 @@ func (s *Seq) MoEGEMM(t quant.Type, w, x, y, tiles, sorted Binding, k, n, e0, ne
 		per = 1
 	}
 	if s.c.moeUsesCoopmat(t, k) {
-		name, parts, bm, err := s.c.moeCoopmatKernel(suf, tilePairs, k)
+		name, parts, bm, err := s.c.moeCoopmatKernel(t, suf, tilePairs, k)
 		if err != nil {
 			s.fail(fmt.Errorf("moe gemm %v: %w", t, err))
 			return

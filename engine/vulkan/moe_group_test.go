@@ -193,7 +193,7 @@ func TestMoEGEMMRefusesTilesLargerThanItsKernelTakes(t *testing.T) {
 // VKLLM_GPU_MOE_AHEAD the same choice names moe_gemm_ahead's kernels, of 64 rows a workgroup.
 func TestMoECoopmatKernelForTheGrouping(t *testing.T) {
 	for _, ahead := range []bool{false, true} {
-		c := &Context{moeTile64MinK: 1024, moeAhead: ahead}
+		c := &Context{moeTile64MinK: 1024, moeAhead: ahead, Info: DeviceInfo{MaxComputeShared: 48 << 10}}
 		family, rows := "moe_gemm_coopmat_", 128
 		if ahead {
 			family, rows = "moe_gemm_ahead_", 64
@@ -216,7 +216,7 @@ func TestMoECoopmatKernelForTheGrouping(t *testing.T) {
 			{true, 2 * moeCoopmatTilePairs64, 2048, "", 0, true},
 		} {
 			c.moeTile64 = tc.tile64
-			name, parts, bm, err := c.moeCoopmatKernel("q4_k", tc.tilePairs, tc.k)
+			name, parts, bm, err := c.moeCoopmatKernel(quant.Q4_K, "q4_k", tc.tilePairs, tc.k)
 			if tc.refusedForTiles {
 				if err == nil || !strings.Contains(err.Error(), "VKLLM_GPU_MOE_TILE64") {
 					t.Errorf("ahead %v, switch %v, %d-pair tiles: got %s in %d parts, %v; want a refusal naming the switch", ahead, tc.tile64, tc.tilePairs, name, parts, err)
@@ -227,6 +227,22 @@ func TestMoECoopmatKernelForTheGrouping(t *testing.T) {
 				t.Errorf("ahead %v, switch %v, %d-pair tiles, %d-element rows: got %s in %d parts of %d rows (%v), want %s in %d of %d",
 					ahead, tc.tile64, tc.tilePairs, tc.k, name, parts, bm, err, family+tc.name, tc.parts, rows)
 			}
+		}
+	}
+	// Where the device's workgroup memory is too small for an ahead kernel (Q8_0's _p64 declares
+	// 40704 bytes; the Q4_K one 32000), the product stays on moe_gemm_coopmat.
+	c := &Context{moeTile64: true, moeTile64MinK: 1024, moeAhead: true, Info: DeviceInfo{MaxComputeShared: 32 << 10}}
+	for _, tc := range []struct {
+		typ  quant.Type
+		suf  string
+		name string
+		rows int
+	}{
+		{quant.Q8_0, "q8_0", "moe_gemm_coopmat_p64_q8_0", 128},
+		{quant.Q4_K, "q4_k", "moe_gemm_ahead_p64_q4_k", 64},
+	} {
+		if name, _, bm, err := c.moeCoopmatKernel(tc.typ, tc.suf, moeCoopmatTilePairs64, 2048); err != nil || name != tc.name || bm != tc.rows {
+			t.Errorf("32 KiB of workgroup memory, %v: got %s of %d rows (%v), want %s of %d", tc.typ, name, bm, err, tc.name, tc.rows)
 		}
 	}
 }

@@ -403,6 +403,16 @@ func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 // weights and the inputs.
 func runMoEGEMM(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, ne, m, used, tilePairs int, perPair bool, tb, sb *Buffer) (got, wd, x []float32) {
 	t.Helper()
+	return runExpertProducts(t, c, rng, typ, k, n, ne, m, used, perPair, func(s *Seq, w, x, y Binding, e0, nb int) {
+		s.MoEGEMM(typ, w, x, y, tb.All(), sb.All(), k, n, e0, nb, used, m*used, ne, tilePairs, perPair, k, n)
+	})
+}
+
+// runExpertProducts is runMoEGEMM with the products recorded by record, once for each of the
+// two bindings (experts e0 to e0+nb-1), into y (pairs rows of n).
+func runExpertProducts(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, ne, m, used int, perPair bool,
+	record func(s *Seq, w, x, y Binding, e0, nb int)) (got, wd, x []float32) {
+	t.Helper()
 	pairs := m * used
 	wq, wd := moeTestWeights(t, rng, typ, k, n, ne)
 	xRows := m
@@ -414,10 +424,100 @@ func runMoEGEMM(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type, k, n, 
 	w0, w1 := uploadBytes(t, c, wq[:3*per]), uploadBytes(t, c, wq[3*per:])
 	xb, yb := upload(t, c, x), upload(t, c, poisoned(pairs*n))
 	run(t, c, func(s *Seq) {
-		s.MoEGEMM(typ, w0.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 0, 3, used, pairs, ne, tilePairs, perPair, k, n)
-		s.MoEGEMM(typ, w1.All(), xb.All(), yb.All(), tb.All(), sb.All(), k, n, 3, 2, used, pairs, ne, tilePairs, perPair, k, n)
+		record(s, w0.All(), xb.All(), yb.All(), 0, 3)
+		record(s, w1.All(), xb.All(), yb.All(), 3, 2)
 	})
 	return readF32(t, yb, pairs*n), wd, x
+}
+
+// moe_gemm_ahead's data path on any device: its _plain kernels load, stage and expand the
+// rows' chunks with the cooperative-matrix kernels' code and sum the same fp16 tiles in fp32,
+// so they are held to the fp16 bound of TestMoEGEMMCoopmatWithinTheCoopmatBound (|gpu − ref16|
+// ≤ 1e-4·Σ|w·x| + 1e-5 against the products of the fp16-rounded inputs). Rows of 608 elements
+// (19 units: chunks of 256 elements, or 128 for F16, the last partial, a last step of one
+// unit) or 768 for 256-element blocks (three chunks), 200 rows (three whole 64-row blocks and a
+// partial one), blocks of 18, 34, 17 and 210 bytes (rows starting at every offset modulo 4),
+// 31 tokens × 3 slots over 5 experts in tiles of 32 and 64 pairs, the 64-pair tiles whole
+// (_p64) and in halves; both input forms. A kernel whose workgroup memory (moeAheadSharedBytes,
+// which the validation layer checks against the module) exceeds the device's is skipped, saying
+// so: on lavapipe's 32 KiB, the _p64 Q8_0 and F16 ones.
+func TestMoEGEMMAheadChunksOnPlainKernels(t *testing.T) {
+	c := ctxOrSkip(t)
+	defer func(on bool) { c.moeTile64 = on }(c.moeTile64)
+	c.moeTile64 = true // the grouping in 64-pair tiles
+	const n, ne, used, m = 200, 5, 3, 31
+	pairs := m * used
+	rng := rand.New(rand.NewSource(9))
+	ids := make([]uint32, pairs)
+	for q := range ids {
+		if q < 70 {
+			ids[q] = 4
+		} else {
+			ids[q] = []uint32{0, 1, 3}[rng.Intn(3)]
+		}
+	}
+	rng.Shuffle(pairs, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	ib := uploadU32(t, c, ids)
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.IQ2_XXS, quant.MXFP4, quant.F16} {
+		k := 608
+		if typ.BlockSize() > 32 {
+			k = 768
+		}
+		suf, _ := weightSuffix(typ)
+		for _, tc := range []struct {
+			tilePairs int
+			kernel    string
+			parts     int
+		}{
+			{moeCoopmatTilePairs, "moe_gemm_ahead_plain_", 1},
+			{moeCoopmatTilePairs64, "moe_gemm_ahead_plain_p64_", 1},
+			{moeCoopmatTilePairs64, "moe_gemm_ahead_plain_", 2},
+		} {
+			bn := tc.tilePairs / tc.parts
+			if need := moeAheadSharedBytes(typ, bn, false); need > c.Info.MaxComputeShared {
+				t.Logf("%v %s: skipped, its %d bytes of workgroup memory exceed this device's %d", typ, tc.kernel, need, c.Info.MaxComputeShared)
+				continue
+			}
+			tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
+			sb := uploadU32(t, c, make([]uint32, pairs))
+			run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, ne, tc.tilePairs) })
+			bound := moeTileBound(pairs, ne, tc.tilePairs)
+			for _, perPair := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/%s/parts%d/perPair=%v", typ, tc.kernel, tc.parts, perPair), func(t *testing.T) {
+					rng := rand.New(rand.NewSource(int64(typ)*17 + int64(tc.tilePairs)))
+					per := uint32(0)
+					if perPair {
+						per = 1
+					}
+					got, wd, x := runExpertProducts(t, c, rng, typ, k, n, ne, m, used, perPair, func(s *Seq, w, x, y Binding, e0, nb int) {
+						kern := s.kernel(tc.kernel+suf, 5, 36)
+						if kern == nil {
+							return
+						}
+						s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(nb), uint32(used), per, uint32(k), uint32(n), uint32(tc.parts)),
+							uint32((n+moeAheadRows-1)/moeAheadRows), 1, uint32(tc.parts*bound), w, x, y, tb.All(), sb.All())
+					})
+					for q := 0; q < pairs; q++ {
+						e, xr := int(ids[q]), q/used
+						if perPair {
+							xr = q
+						}
+						for r := 0; r < n; r++ {
+							var ref16, mag float64
+							for i := 0; i < k; i++ {
+								wv, xv := wd[(e*n+r)*k+i], x[xr*k+i]
+								ref16 += roundF16(wv) * roundF16(xv)
+								mag += math.Abs(float64(wv) * float64(xv))
+							}
+							if g := float64(got[q*n+r]); !(math.Abs(g-ref16) <= 1e-4*mag+1e-5) {
+								t.Fatalf("pair %d (expert %d) row %d: got %v, want %v (fp16 inputs), Σ|w·x| %g", q, e, r, g, ref16, mag)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
 }
 
 // On the cooperative-matrix tier the grouped expert products run on moe_gemm_coopmat (fp16
