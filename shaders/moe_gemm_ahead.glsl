@@ -6,7 +6,8 @@
 // Why: moe_gemm_coopmat expands each K step's weights right after loading them, so every step
 // of every subgroup waits for a full trip to memory between its two barriers; with one or two
 // workgroups a multiprocessor nothing hides it. Here a workgroup of 4 subgroups of 32 threads
-// takes 64 rows of the expert (BM) and BN pairs (MOE_BN: 32, or 64). The raw bytes of its rows
+// takes 64 rows of the expert (BM) and BN pairs (MOE_BN: the engine builds 64, for the products
+// of long rows; 32 compiles too). The raw bytes of its rows
 // for CH elements of K (a chunk: 256, or 128 where 8 blocks would not fit) are copied, word
 // for word and at their offsets modulo 4 (so dequant.glsl's alignment holds), into shared
 // memory `w`, which dequant.glsl's dq32 then reads; the next chunk's words are loaded into
@@ -49,7 +50,7 @@ layout(push_constant) uniform P {
 
 #include "dequant_blocks.glsl" // BLOCK_ELEMS, BLOCK_BYTES: they size w
 
-const uint BM = 64u;           // rows per workgroup (Context.moeGEMMKernel in engine/vulkan/moe.go)
+const uint BM = 64u;           // rows per workgroup (moeAheadRows in engine/vulkan/moe.go)
 #ifndef MOE_BN
 #define MOE_BN 32
 #endif

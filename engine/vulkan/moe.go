@@ -247,40 +247,37 @@ func moeTileBound(pairs, experts, tilePairs int) int {
 	return (pairs+tilePairs-1)/tilePairs + min(experts, pairs)
 }
 
-// moeCoopmatKernel names the cooperative-matrix kernel (for weight suffix suf) that takes a
-// grouping of tilePairs-pair tiles (MoEGEMM has checked it positive) over k-element rows, the
-// workgroups it gives each tile and the expert rows each workgroup takes:
+// moeCoopmatKernel names the cooperative-matrix kernel (for weights of type t, suffix suf) that
+// takes a grouping of tilePairs-pair tiles (MoEGEMM has checked it positive) over k-element
+// rows, the workgroups it gives each tile and the expert rows each workgroup takes:
 // tiles of up to 32 pairs take the 32-pair kernels, a workgroup a tile; 64-pair tiles the _p64
-// kernels where rows have at least moeTile64MinK elements, else the 32-pair kernels, a
-// workgroup a half. Larger tiles, or 64-pair ones without VKLLM_GPU_MOE_TILE64, are an error:
-// the kernels would drop their pairs past the kernel's tile. The kernels are moe_gemm_coopmat's
-// (128 rows a workgroup), or moe_gemm_ahead's (64 rows) under VKLLM_GPU_MOE_AHEAD.
+// kernels where rows have at least moeTile64MinK elements (moe_gemm_ahead's, 64 rows a
+// workgroup, under VKLLM_GPU_MOE_AHEAD where the device's workgroup memory holds them), else the
+// 32-pair kernels, a workgroup a half. Larger tiles, or 64-pair ones without
+// VKLLM_GPU_MOE_TILE64, are an error: the kernels would drop their pairs past the kernel's tile.
+// H100, 2026-12-07, 30B-A3B Q4_K window: moe_gemm_ahead took the gate and up products
+// (2048-element rows, 8 chunks) from 42.4 to 37.5 ms but the down products (768, in halves of
+// 32 pairs) from 19.9 to 26.8, so the short rows stay on moe_gemm_coopmat.
 func (c *Context) moeCoopmatKernel(t quant.Type, suf string, tilePairs, k int) (name string, parts, rows int, err error) {
-	family, rows := "moe_gemm_coopmat_", moeCoopmatRows
-	if c.moeAhead && c.moeAheadFits(t, tilePairs, k) {
-		family, rows = "moe_gemm_ahead_", moeAheadRows
-	}
 	switch {
 	case tilePairs > moeCoopmatTilePairs64 || tilePairs > moeCoopmatTilePairs && !c.moeTile64:
 		return "", 0, 0, fmt.Errorf("tiles of %d pairs (at most %d; %d with VKLLM_GPU_MOE_TILE64)", tilePairs, moeCoopmatTilePairs, moeCoopmatTilePairs64)
 	case tilePairs <= moeCoopmatTilePairs:
-		return family + suf, 1, rows, nil
+		return "moe_gemm_coopmat_" + suf, 1, moeCoopmatRows, nil
+	case k >= c.moeTile64MinK && c.moeAhead && c.moeAheadFits(t):
+		return "moe_gemm_ahead_p64_" + suf, 1, moeAheadRows, nil
 	case k >= c.moeTile64MinK:
-		return family + "p64_" + suf, 1, rows, nil
+		return "moe_gemm_coopmat_p64_" + suf, 1, moeCoopmatRows, nil
 	default:
-		return family + suf, 2, rows, nil
+		return "moe_gemm_coopmat_" + suf, 2, moeCoopmatRows, nil
 	}
 }
 
-// moeAheadFits reports whether moe_gemm_ahead's kernel for weights of type t, over a grouping
-// in tiles of tilePairs and k-element rows, fits the device's workgroup memory (NVIDIA: 48 KiB;
-// its largest kernels declare ~41 KiB); where it does not the products stay on moe_gemm_coopmat.
-func (c *Context) moeAheadFits(t quant.Type, tilePairs, k int) bool {
-	bn := moeCoopmatTilePairs
-	if tilePairs > moeCoopmatTilePairs && k >= c.moeTile64MinK {
-		bn = moeCoopmatTilePairs64
-	}
-	return moeAheadSharedBytes(t, bn, true) <= c.Info.MaxComputeShared
+// moeAheadFits reports whether moe_gemm_ahead's _p64 kernel for weights of type t fits the
+// device's workgroup memory (NVIDIA: 48 KiB; the largest declares 40,704 bytes); where it does
+// not the products stay on moe_gemm_coopmat.
+func (c *Context) moeAheadFits(t quant.Type) bool {
+	return moeAheadSharedBytes(t, moeCoopmatTilePairs64, true) <= c.Info.MaxComputeShared
 }
 
 // moeAheadSharedBytes is the workgroup memory moe_gemm_ahead.glsl declares for weights of type

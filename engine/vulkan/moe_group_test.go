@@ -133,22 +133,28 @@ func TestMoEGroupRefuses64PairTilesWithoutTheirKernels(t *testing.T) {
 }
 
 // VKLLM_GPU_MOE_TILE64 reaches the context: on by default (64-pair tiles), off with 0 (32);
-// VKLLM_GPU_MOE_P64_MIN_K sets the shortest rows the _p64 kernels take.
+// VKLLM_GPU_MOE_P64_MIN_K sets the shortest rows the _p64 kernels take; VKLLM_GPU_MOE_AHEAD
+// (moe_gemm_ahead for them) is on by default, off with 0.
 func TestMoETile64SwitchSetsTheGroupingTile(t *testing.T) {
 	c := ctxOrSkip(t)
 	t.Cleanup(c.selectNumericTier) // the environment's choice back, after Setenv's own cleanups (LIFO)
 	for _, tc := range []struct {
-		env, minKEnv string
-		tile, minK   int
+		env, minKEnv, aheadEnv string
+		tile, minK             int
+		ahead                  bool
 	}{
-		{"", "", moeCoopmatTilePairs64, moeTile64MinK},
-		{"0", "", moeCoopmatTilePairs, moeTile64MinK},
-		{"1", "", moeCoopmatTilePairs64, moeTile64MinK},
-		{"1", "4096", moeCoopmatTilePairs64, 4096},
+		{"", "", "", moeCoopmatTilePairs64, moeTile64MinK, true},
+		{"0", "", "0", moeCoopmatTilePairs, moeTile64MinK, false},
+		{"1", "", "1", moeCoopmatTilePairs64, moeTile64MinK, true},
+		{"1", "4096", "", moeCoopmatTilePairs64, 4096, true},
 	} {
 		t.Setenv("VKLLM_GPU_MOE_TILE64", tc.env)
 		t.Setenv("VKLLM_GPU_MOE_P64_MIN_K", tc.minKEnv)
+		t.Setenv("VKLLM_GPU_MOE_AHEAD", tc.aheadEnv)
 		c.selectNumericTier()
+		if c.moeAhead != tc.ahead {
+			t.Errorf("VKLLM_GPU_MOE_AHEAD=%q: moe_gemm_ahead %v, want %v", tc.aheadEnv, c.moeAhead, tc.ahead)
+		}
 		if got := c.moeCoopmatTile(); got != tc.tile {
 			t.Errorf("VKLLM_GPU_MOE_TILE64=%q: tiles of %d pairs, want %d", tc.env, got, tc.tile)
 		}
@@ -190,30 +196,30 @@ func TestMoEGEMMRefusesTilesLargerThanItsKernelTakes(t *testing.T) {
 // matrices): 16- and 32-pair tiles take the 32-pair kernels, a workgroup a tile; 64-pair
 // tiles the _p64 kernels from rows of moeTile64MinK elements, the 32-pair kernels in halves
 // below; 64-pair tiles without the switch, and larger ones, are refused. Under
-// VKLLM_GPU_MOE_AHEAD the same choice names moe_gemm_ahead's kernels, of 64 rows a workgroup.
+// VKLLM_GPU_MOE_AHEAD the _p64 choice names moe_gemm_ahead's kernel, of 64 rows a workgroup.
 func TestMoECoopmatKernelForTheGrouping(t *testing.T) {
 	for _, ahead := range []bool{false, true} {
 		c := &Context{moeTile64MinK: 1024, moeAhead: ahead, Info: DeviceInfo{MaxComputeShared: 48 << 10}}
-		family, rows := "moe_gemm_coopmat_", 128
+		p64, p64Rows := "moe_gemm_coopmat_p64_q4_k", 128
 		if ahead {
-			family, rows = "moe_gemm_ahead_", 64
+			p64, p64Rows = "moe_gemm_ahead_p64_q4_k", 64
 		}
 		for _, tc := range []struct {
 			tile64          bool
 			tilePairs, k    int
 			name            string
-			parts           int
+			parts, rows     int
 			refusedForTiles bool
 		}{
-			{false, moeTilePairs, 2048, "q4_k", 1, false},
-			{false, moeCoopmatTilePairs, 2048, "q4_k", 1, false},
-			{false, moeCoopmatTilePairs64, 2048, "", 0, true},
-			{true, moeTilePairs, 2048, "q4_k", 1, false},
-			{true, moeCoopmatTilePairs, 768, "q4_k", 1, false},
-			{true, moeCoopmatTilePairs64, 2048, "p64_q4_k", 1, false},
-			{true, moeCoopmatTilePairs64, 1024, "p64_q4_k", 1, false},
-			{true, moeCoopmatTilePairs64, 768, "q4_k", 2, false},
-			{true, 2 * moeCoopmatTilePairs64, 2048, "", 0, true},
+			{false, moeTilePairs, 2048, "moe_gemm_coopmat_q4_k", 1, 128, false},
+			{false, moeCoopmatTilePairs, 2048, "moe_gemm_coopmat_q4_k", 1, 128, false},
+			{false, moeCoopmatTilePairs64, 2048, "", 0, 0, true},
+			{true, moeTilePairs, 2048, "moe_gemm_coopmat_q4_k", 1, 128, false},
+			{true, moeCoopmatTilePairs, 768, "moe_gemm_coopmat_q4_k", 1, 128, false},
+			{true, moeCoopmatTilePairs64, 2048, p64, 1, p64Rows, false},
+			{true, moeCoopmatTilePairs64, 1024, p64, 1, p64Rows, false},
+			{true, moeCoopmatTilePairs64, 768, "moe_gemm_coopmat_q4_k", 2, 128, false},
+			{true, 2 * moeCoopmatTilePairs64, 2048, "", 0, 0, true},
 		} {
 			c.moeTile64 = tc.tile64
 			name, parts, bm, err := c.moeCoopmatKernel(quant.Q4_K, "q4_k", tc.tilePairs, tc.k)
@@ -223,9 +229,9 @@ func TestMoECoopmatKernelForTheGrouping(t *testing.T) {
 				}
 				continue
 			}
-			if err != nil || name != family+tc.name || parts != tc.parts || bm != rows {
+			if err != nil || name != tc.name || parts != tc.parts || bm != tc.rows {
 				t.Errorf("ahead %v, switch %v, %d-pair tiles, %d-element rows: got %s in %d parts of %d rows (%v), want %s in %d of %d",
-					ahead, tc.tile64, tc.tilePairs, tc.k, name, parts, bm, err, family+tc.name, tc.parts, rows)
+					ahead, tc.tile64, tc.tilePairs, tc.k, name, parts, bm, err, tc.name, tc.parts, tc.rows)
 			}
 		}
 	}

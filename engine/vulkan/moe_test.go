@@ -434,13 +434,12 @@ func runExpertProducts(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type,
 // rows' chunks with the cooperative-matrix kernels' code and sum the same fp16 tiles in fp32,
 // so they are held to the fp16 bound of TestMoEGEMMCoopmatWithinTheCoopmatBound (|gpu − ref16|
 // ≤ 1e-4·Σ|w·x| + 1e-5 against the products of the fp16-rounded inputs). Rows of 608 elements
-// (19 units: chunks of 256 elements, or 128 for F16, the last partial, a last step of one
-// unit) or 768 for 256-element blocks (three chunks), 200 rows (three whole 64-row blocks and a
-// partial one), blocks of 18, 34, 17 and 210 bytes (rows starting at every offset modulo 4),
-// 31 tokens × 3 slots over 5 experts in tiles of 32 and 64 pairs, the 64-pair tiles whole
-// (_p64) and in halves; both input forms. A kernel whose workgroup memory (moeAheadSharedBytes,
-// which the validation layer checks against the module) exceeds the device's is skipped, saying
-// so: on lavapipe's 32 KiB, the _p64 Q8_0 and F16 ones.
+// (19 units: chunks of 256 elements, the last partial, a last step of one unit) or 768 for
+// 256-element blocks (three chunks), 200 rows (three whole 64-row blocks and a partial one),
+// blocks of 18, 17 and 210 bytes (rows starting at every offset modulo 4), 31 tokens × 3 slots
+// over 5 experts in 64-pair tiles; both input forms. A kernel whose workgroup memory
+// (moeAheadSharedBytes, which the validation layer checks against the module) exceeds the
+// device's is skipped, saying so.
 func TestMoEGEMMAheadChunksOnPlainKernels(t *testing.T) {
 	c := ctxOrSkip(t)
 	defer func(on bool) { c.moeTile64 = on }(c.moeTile64)
@@ -458,7 +457,7 @@ func TestMoEGEMMAheadChunksOnPlainKernels(t *testing.T) {
 	}
 	rng.Shuffle(pairs, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	ib := uploadU32(t, c, ids)
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.IQ2_XXS, quant.MXFP4, quant.F16} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.IQ2_XXS, quant.MXFP4} {
 		k := 608
 		if typ.BlockSize() > 32 {
 			k = 768
@@ -469,9 +468,7 @@ func TestMoEGEMMAheadChunksOnPlainKernels(t *testing.T) {
 			kernel    string
 			parts     int
 		}{
-			{moeCoopmatTilePairs, "moe_gemm_ahead_plain_", 1},
 			{moeCoopmatTilePairs64, "moe_gemm_ahead_plain_p64_", 1},
-			{moeCoopmatTilePairs64, "moe_gemm_ahead_plain_", 2},
 		} {
 			bn := tc.tilePairs / tc.parts
 			if need := moeAheadSharedBytes(typ, bn, false); need > c.Info.MaxComputeShared {
@@ -529,11 +526,11 @@ func TestMoEGEMMAheadChunksOnPlainKernels(t *testing.T) {
 // VKLLM_GPU_MOE_TILE64, of 16 (the 32-pair kernels), and 64: the _p64 kernels, and the 32-pair
 // kernels a workgroup a half where rows are shorter than the context's moeTile64MinK (which
 // the test sets to take each), both input forms, the tensor bound as two bindings; the test
-// fails if the products do not take the kernel the case names. The same cases run on
-// moe_gemm_ahead's kernels (VKLLM_GPU_MOE_AHEAD: 64-row workgroups, so 200 rows are three whole
-// blocks and a partial one) with rows of 608 elements (19 units: chunks of 256 or 128 elements,
-// the last one partial, and a last step with one unit) or, for 256-element blocks, 768 (three
-// chunks: one loaded two chunks ahead).
+// fails if the products do not take the kernel the case names. The same cases run under
+// VKLLM_GPU_MOE_AHEAD, whose _p64 products take moe_gemm_ahead (64-row workgroups, so 200 rows
+// are three whole blocks and a partial one), with rows of 608 elements (19 units: chunks of 256
+// or 128 elements, the last one partial, and a last step with one unit) or, for 256-element
+// blocks, 768 (three chunks: one loaded two chunks ahead).
 func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 	c := ctxOrSkip(t)
 	coopmatOrSkip(t, c)
@@ -553,12 +550,12 @@ func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 	ib := uploadU32(t, c, ids)
 	for _, ahead := range []bool{false, true} {
 		for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.IQ4_XS, quant.IQ2_XXS, quant.MXFP4, quant.F16} {
-			k, family := 64, "moe_gemm_coopmat_"
+			k, p64 := 64, "moe_gemm_coopmat_p64_"
 			if typ.BlockSize() > 32 {
 				k = 512
 			}
 			if ahead {
-				k, family = 608, "moe_gemm_ahead_"
+				k, p64 = 608, "moe_gemm_ahead_p64_"
 				if typ.BlockSize() > 32 {
 					k = 768
 				}
@@ -573,11 +570,11 @@ func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 				minK      int
 				kernel    string
 			}{
-				{moeTilePairs, false, moeTile64MinK, family},
-				{moeCoopmatTilePairs, false, moeTile64MinK, family},
-				{moeTilePairs, true, 0, family},
-				{moeCoopmatTilePairs64, true, k + 1, family}, // halves
-				{moeCoopmatTilePairs64, true, k, family + "p64_"},
+				{moeTilePairs, false, moeTile64MinK, "moe_gemm_coopmat_"},
+				{moeCoopmatTilePairs, false, moeTile64MinK, "moe_gemm_coopmat_"},
+				{moeTilePairs, true, 0, "moe_gemm_coopmat_"},
+				{moeCoopmatTilePairs64, true, k + 1, "moe_gemm_coopmat_"}, // halves
+				{moeCoopmatTilePairs64, true, k, p64},
 			} {
 				tilePairs := tc.tilePairs
 				c.moeTile64, c.moeAhead, c.moeTile64MinK = tc.tile64, ahead, tc.minK
@@ -585,15 +582,15 @@ func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 				sb := uploadU32(t, c, make([]uint32, pairs))
 				run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, ne, tilePairs) })
 				for _, perPair := range []bool{false, true} {
-					t.Run(fmt.Sprintf("%v/%stiles%d/minK%d/perPair=%v", typ, tc.kernel, tilePairs, tc.minK, perPair), func(t *testing.T) {
+					t.Run(fmt.Sprintf("ahead=%v/%v/%stiles%d/minK%d/perPair=%v", ahead, typ, tc.kernel, tilePairs, tc.minK, perPair), func(t *testing.T) {
 						rng := rand.New(rand.NewSource(int64(typ)*13 + int64(tilePairs)))
-						_, p64Before := c.kernels[family+"p64_"+suf]
+						_, p64Before := c.kernels[p64+suf]
 						got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, tilePairs, perPair, tb, sb)
 						if _, made := c.kernels[tc.kernel+suf]; !made {
 							t.Fatalf("%v: the grouped products did not take %s%s", typ, tc.kernel, suf)
 						}
-						if _, p64 := c.kernels[family+"p64_"+suf]; tc.kernel != family+"p64_" && p64 && !p64Before {
-							t.Fatalf("%v: the grouped products took %sp64_%s, not %s%s", typ, family, suf, tc.kernel, suf)
+						if _, made := c.kernels[p64+suf]; tc.kernel != p64 && made && !p64Before {
+							t.Fatalf("%v: the grouped products took %s%s, not %s%s", typ, p64, suf, tc.kernel, suf)
 						}
 						for q := 0; q < pairs; q++ {
 							e, xr := int(ids[q]), q/used

@@ -1,4 +1,0 @@
-#version 450
-#define T_F16
-#define MOE_AHEAD_PLAIN
-#include "moe_gemm_ahead.glsl"
