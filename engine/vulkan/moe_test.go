@@ -430,6 +430,22 @@ func runExpertProducts(t *testing.T, c *Context, rng *rand.Rand, typ quant.Type,
 	return readF32(t, yb, pairs*n), wd, x
 }
 
+// skewedExpertIDs routes pairs pairs (at least 70) over experts 0, 1, 3 and 4, shuffled: expert
+// 4 takes 70 of them (whole 16-, 32- and 64-pair tiles and a partial one), expert 2 none.
+func skewedExpertIDs(seed int64, pairs int) []uint32 {
+	rng := rand.New(rand.NewSource(seed))
+	ids := make([]uint32, pairs)
+	for q := range ids {
+		if q < 70 {
+			ids[q] = 4
+		} else {
+			ids[q] = []uint32{0, 1, 3}[rng.Intn(3)]
+		}
+	}
+	rng.Shuffle(pairs, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	return ids
+}
+
 // moe_gemm_ahead's data path on any device: its _plain kernels load, stage and expand the
 // rows' chunks with the cooperative-matrix kernels' code and sum the same fp16 tiles in fp32,
 // so they are held to the fp16 bound of TestMoEGEMMCoopmatWithinTheCoopmatBound (|gpu − ref16|
@@ -446,16 +462,7 @@ func TestMoEGEMMAheadChunksOnPlainKernels(t *testing.T) {
 	c.moeTile64 = true // the grouping in 64-pair tiles
 	const n, ne, used, m = 200, 5, 3, 31
 	pairs := m * used
-	rng := rand.New(rand.NewSource(9))
-	ids := make([]uint32, pairs)
-	for q := range ids {
-		if q < 70 {
-			ids[q] = 4
-		} else {
-			ids[q] = []uint32{0, 1, 3}[rng.Intn(3)]
-		}
-	}
-	rng.Shuffle(pairs, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	ids := skewedExpertIDs(9, pairs)
 	ib := uploadU32(t, c, ids)
 	for _, typ := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.IQ2_XXS, quant.MXFP4} {
 		k := 608
@@ -537,16 +544,7 @@ func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 	defer func(on, ahead bool, minK int) { c.moeTile64, c.moeAhead, c.moeTile64MinK = on, ahead, minK }(c.moeTile64, c.moeAhead, c.moeTile64MinK)
 	const n, ne, used, m = 200, 5, 3, 31
 	pairs := m * used
-	rng := rand.New(rand.NewSource(4))
-	ids := make([]uint32, pairs)
-	for q := range ids {
-		if q < 70 {
-			ids[q] = 4
-		} else {
-			ids[q] = []uint32{0, 1, 3}[rng.Intn(3)]
-		}
-	}
-	rng.Shuffle(pairs, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	ids := skewedExpertIDs(4, pairs)
 	ib := uploadU32(t, c, ids)
 	for _, ahead := range []bool{false, true} {
 		for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.IQ4_XS, quant.IQ2_XXS, quant.MXFP4, quant.F16} {
