@@ -46,7 +46,7 @@ type Context struct {
 	ropeFold         bool    // the decode step's q/k/v products end as rope_kv does (VKLLM_GPU_ROPE_FOLD, an A/B switch)
 	ropeNorms        bool    // per-head query and key norms inside rope_kv_norm (VKLLM_GPU_ROPE_NORMS, an A/B switch)
 	moeTile64        bool    // grouped expert products take tiles of up to 64 pairs (the _p64 moe_gemm_coopmat kernels, VKLLM_GPU_MOE_TILE64)
-	moeAhead         bool    // grouped expert products on moe_gemm_ahead (VKLLM_GPU_MOE_AHEAD)
+	moeAhead         bool    // the _p64 grouped expert products on moe_gemm_ahead where it fits (VKLLM_GPU_MOE_AHEAD)
 	moeTile64MinK    int     // the shortest rows the _p64 kernels take (moeTile64MinK; tests lower and raise it to run both kernels)
 	routeSubgroup    bool    // moe_route and router_route_f32 choose in one subgroup where it holds every expert (the _1sg4 variants, VKLLM_GPU_ROUTE_SUBGROUP, on; 0 for A/B)
 	attFreshKV       bool    // a decode step's split attention does rope_kv_norm's work (attention_flash_rn, VKLLM_GPU_ATT_FRESH_KV, an A/B switch)
