@@ -273,11 +273,20 @@ func (c *Context) moeCoopmatKernel(t quant.Type, suf string, tilePairs, k int) (
 	}
 }
 
-// moeAheadFits reports whether moe_gemm_ahead's _p64 kernel for weights of type t fits the
-// device's workgroup memory (NVIDIA: 48 KiB; the largest declares 40,704 bytes); where it does
-// not the products stay on moe_gemm_coopmat.
+// moeAheadFits reports whether moe_gemm_ahead has a _p64 kernel for weights of type t and it
+// fits the device's workgroup memory (NVIDIA: 48 KiB; the largest declares 40,704 bytes); where
+// it does not the products stay on moe_gemm_coopmat.
 func (c *Context) moeAheadFits(t quant.Type) bool {
-	return moeAheadSharedBytes(t, moeCoopmatTilePairs64, true) <= c.Info.MaxComputeShared
+	return moeAheadTypes[t] && moeAheadSharedBytes(t, moeCoopmatTilePairs64, true) <= c.Info.MaxComputeShared
+}
+
+// moeAheadTypes are the weight types moe_gemm_ahead is built for: those its GPU test
+// (TestMoEGEMMCoopmatWithinTheCoopmatBound) has run on a device with cooperative matrices
+// (H100, 2026-12-07). The kernel reads any type dequant.glsl does; another type's
+// moe_gemm_ahead_p64_<type>.comp joins once it has run there.
+var moeAheadTypes = map[quant.Type]bool{
+	quant.Q4_0: true, quant.Q8_0: true, quant.Q3_K: true, quant.Q4_K: true, quant.Q5_K: true, quant.Q6_K: true,
+	quant.IQ4_XS: true, quant.IQ2_XXS: true, quant.MXFP4: true, quant.F16: true,
 }
 
 // moeAheadSharedBytes is the workgroup memory moe_gemm_ahead.glsl declares for weights of type

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/engine/quant"
+	"github.com/vkllm/vkllm/shaders"
 )
 
 // TestMoEGroupOrdersPairsByExpert checks moe_group's grouping against the host's: every pair of
@@ -236,7 +237,8 @@ func TestMoECoopmatKernelForTheGrouping(t *testing.T) {
 		}
 	}
 	// Where the device's workgroup memory is too small for an ahead kernel (Q8_0's _p64 declares
-	// 40704 bytes; the Q4_K one 32000), the product stays on moe_gemm_coopmat.
+	// 40704 bytes; the Q4_K one 32000), or the type has none, the product stays on
+	// moe_gemm_coopmat.
 	c := &Context{moeTile64: true, moeTile64MinK: 1024, moeAhead: true, Info: DeviceInfo{MaxComputeShared: 32 << 10}}
 	for _, tc := range []struct {
 		typ  quant.Type
@@ -246,9 +248,42 @@ func TestMoECoopmatKernelForTheGrouping(t *testing.T) {
 	}{
 		{quant.Q8_0, "q8_0", "moe_gemm_coopmat_p64_q8_0", 128},
 		{quant.Q4_K, "q4_k", "moe_gemm_ahead_p64_q4_k", 64},
+		{quant.IQ3_XXS, "iq3_xxs", "moe_gemm_coopmat_p64_iq3_xxs", 128}, // no ahead kernel built
 	} {
 		if name, _, bm, err := c.moeCoopmatKernel(tc.typ, tc.suf, moeCoopmatTilePairs64, 2048); err != nil || name != tc.name || bm != tc.rows {
 			t.Errorf("32 KiB of workgroup memory, %v: got %s of %d rows (%v), want %s of %d", tc.typ, name, bm, err, tc.name, tc.rows)
+		}
+	}
+}
+
+// The embedded moe_gemm_ahead _p64 kernels are exactly moeAheadTypes' (and their _plain test
+// forms are not among them): a type the choice would send there has its kernel, and no kernel
+// is built that the choice never takes.
+func TestMoEAheadKernelsAreTheTestedTypes(t *testing.T) {
+	names, err := shaders.Names()
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := map[string]bool{}
+	for _, n := range names {
+		if suf, ok := strings.CutPrefix(n, "moe_gemm_ahead_p64_"); ok {
+			built[suf] = true
+		}
+	}
+	want := map[string]bool{}
+	for typ := range moeAheadTypes {
+		suf, ok := weightSuffix(typ)
+		if !ok {
+			t.Fatalf("%v: no kernel suffix", typ)
+		}
+		want[suf] = true
+		if !built[suf] {
+			t.Errorf("%v is in moeAheadTypes but moe_gemm_ahead_p64_%s is not embedded", typ, suf)
+		}
+	}
+	for suf := range built {
+		if !want[suf] {
+			t.Errorf("moe_gemm_ahead_p64_%s is embedded but its type is not in moeAheadTypes", suf)
 		}
 	}
 }

@@ -1,4 +1,0 @@
-#version 450
-#define T_Q5_0
-#define MOE_BN 64
-#include "moe_gemm_ahead.glsl"
