@@ -44,23 +44,10 @@ const uint F_NORM = 1u, F_PAIR = 2u;
 // idot: the signed int8 dot product of two packed words, exact.
 int idot(uint a, uint b) { return dotPacked4x8EXT(int(a), int(b)); }
 
-#if defined(T_Q4_0)
-const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 18u;
-#elif defined(T_Q8_0)
-const uint BLOCK_ELEMS = 32u; const uint BLOCK_BYTES = 34u;
-#elif defined(T_Q2_K)
-const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 84u;
-#elif defined(T_Q3_K)
-const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 110u;
-#elif defined(T_Q4_K)
-const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 144u;
-#elif defined(T_Q5_K)
-const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 176u;
-#elif defined(T_Q6_K)
-const uint BLOCK_ELEMS = 256u; const uint BLOCK_BYTES = 210u;
-#else
+#if !(defined(T_Q4_0) || defined(T_Q8_0) || defined(T_Q2_K) || defined(T_Q3_K) || defined(T_Q4_K) || defined(T_Q5_K) || defined(T_Q6_K))
 #error "matvec_dec.glsl: define T_Q4_0, T_Q8_0, T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K or T_Q6_K"
 #endif
+#include "dequant_blocks.glsl" // BLOCK_ELEMS, BLOCK_BYTES
 #if defined(T_Q4_0) || defined(T_Q8_0)
 const uint QBLOCK = 32u; // activations in Q8_0 blocks
 #else
