@@ -277,7 +277,7 @@ func (c *Context) moeCoopmatKernel(t quant.Type, suf string, tilePairs, k int) (
 // fits the device's workgroup memory (NVIDIA: 48 KiB; the largest declares 40,704 bytes); where
 // it does not the products stay on moe_gemm_coopmat.
 func (c *Context) moeAheadFits(t quant.Type) bool {
-	return moeAheadTypes[t] && moeAheadSharedBytes(t, moeCoopmatTilePairs64, true) <= c.Info.MaxComputeShared
+	return moeAheadTypes[t] && moeAheadSharedBytes(t, true) <= c.Info.MaxComputeShared
 }
 
 // moeAheadTypes are the weight types moe_gemm_ahead is built for: those its GPU test
@@ -289,12 +289,12 @@ var moeAheadTypes = map[quant.Type]bool{
 	quant.IQ4_XS: true, quant.IQ2_XXS: true, quant.MXFP4: true, quant.F16: true,
 }
 
-// moeAheadSharedBytes is the workgroup memory moe_gemm_ahead.glsl declares for weights of type
-// t and tiles of bn pairs (with coopmat, its cooperative-matrix form's store fragments): a
-// chunk of 64 rows' raw bytes (CH elements: 256, or 128 where eight 32-element blocks exceed
-// 300 bytes), the fp16 weight and activation tiles, and an i-quant's codebook (at most 4 KiB).
-func moeAheadSharedBytes(t quant.Type, bn int, coopmat bool) int {
-	const bm, sk4 = moeAheadRows, 64/4 + 2
+// moeAheadSharedBytes is the workgroup memory moe_gemm_ahead.glsl's _p64 kernel declares for
+// weights of type t (with coopmat, its cooperative-matrix form's store fragments): a chunk of
+// 64 rows' raw bytes (CH elements: 256, or 128 where eight 32-element blocks exceed 300 bytes),
+// the fp16 weight and activation tiles, and an i-quant's codebook (at most 4 KiB).
+func moeAheadSharedBytes(t quant.Type, coopmat bool) int {
+	const bm, bn, sk4 = moeAheadRows, moeCoopmatTilePairs64, 64/4 + 2
 	be, bb := t.BlockSize(), t.BlockBytes()
 	ch := 256
 	if bb*(256/be) > 300 {

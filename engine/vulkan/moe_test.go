@@ -469,57 +469,49 @@ func TestMoEGEMMAheadChunksOnPlainKernels(t *testing.T) {
 		if typ.BlockSize() > 32 {
 			k = 768
 		}
+		kernel := "moe_gemm_ahead_plain_p64_"
+		if need := moeAheadSharedBytes(typ, false); need > c.Info.MaxComputeShared {
+			t.Logf("%v %s: skipped, its %d bytes of workgroup memory exceed this device's %d", typ, kernel, need, c.Info.MaxComputeShared)
+			continue
+		}
 		suf, _ := weightSuffix(typ)
-		for _, tc := range []struct {
-			tilePairs int
-			kernel    string
-			parts     int
-		}{
-			{moeCoopmatTilePairs64, "moe_gemm_ahead_plain_p64_", 1},
-		} {
-			bn := tc.tilePairs / tc.parts
-			if need := moeAheadSharedBytes(typ, bn, false); need > c.Info.MaxComputeShared {
-				t.Logf("%v %s: skipped, its %d bytes of workgroup memory exceed this device's %d", typ, tc.kernel, need, c.Info.MaxComputeShared)
-				continue
-			}
-			tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
-			sb := uploadU32(t, c, make([]uint32, pairs))
-			run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, ne, tc.tilePairs) })
-			bound := moeTileBound(pairs, ne, tc.tilePairs)
-			for _, perPair := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%v/%s/parts%d/perPair=%v", typ, tc.kernel, tc.parts, perPair), func(t *testing.T) {
-					rng := rand.New(rand.NewSource(int64(typ)*17 + int64(tc.tilePairs)))
-					per := uint32(0)
-					if perPair {
-						per = 1
+		tb := uploadU32(t, c, make([]uint32, 1+3*moeMaxTiles(pairs, ne)))
+		sb := uploadU32(t, c, make([]uint32, pairs))
+		run(t, c, func(s *Seq) { s.MoEGroupTiles(ib.All(), tb.All(), sb.All(), pairs, ne, moeCoopmatTilePairs64) })
+		bound := moeTileBound(pairs, ne, moeCoopmatTilePairs64)
+		for _, perPair := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/%s/perPair=%v", typ, kernel, perPair), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(int64(typ)*17 + moeCoopmatTilePairs64))
+				per := uint32(0)
+				if perPair {
+					per = 1
+				}
+				got, wd, x := runExpertProducts(t, c, rng, typ, k, n, ne, m, used, perPair, func(s *Seq, w, x, y Binding, e0, nb int) {
+					kern := s.kernel(kernel+suf, 5, 36)
+					if kern == nil {
+						return
 					}
-					got, wd, x := runExpertProducts(t, c, rng, typ, k, n, ne, m, used, perPair, func(s *Seq, w, x, y Binding, e0, nb int) {
-						kern := s.kernel(tc.kernel+suf, 5, 36)
-						if kern == nil {
-							return
-						}
-						s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(nb), uint32(used), per, uint32(k), uint32(n), uint32(tc.parts)),
-							uint32((n+moeAheadRows-1)/moeAheadRows), 1, uint32(tc.parts*bound), w, x, y, tb.All(), sb.All())
-					})
-					for q := 0; q < pairs; q++ {
-						e, xr := int(ids[q]), q/used
-						if perPair {
-							xr = q
-						}
-						for r := 0; r < n; r++ {
-							var ref16, mag float64
-							for i := 0; i < k; i++ {
-								wv, xv := wd[(e*n+r)*k+i], x[xr*k+i]
-								ref16 += roundF16(wv) * roundF16(xv)
-								mag += math.Abs(float64(wv) * float64(xv))
-							}
-							if g := float64(got[q*n+r]); !(math.Abs(g-ref16) <= 1e-4*mag+1e-5) {
-								t.Fatalf("pair %d (expert %d) row %d: got %v, want %v (fp16 inputs), Σ|w·x| %g", q, e, r, g, ref16, mag)
-							}
-						}
-					}
+					s.Dispatch(kern, Push(uint32(k), uint32(n), uint32(e0), uint32(nb), uint32(used), per, uint32(k), uint32(n), 1),
+						uint32((n+moeAheadRows-1)/moeAheadRows), 1, uint32(bound), w, x, y, tb.All(), sb.All())
 				})
-			}
+				for q := 0; q < pairs; q++ {
+					e, xr := int(ids[q]), q/used
+					if perPair {
+						xr = q
+					}
+					for r := 0; r < n; r++ {
+						var ref16, mag float64
+						for i := 0; i < k; i++ {
+							wv, xv := wd[(e*n+r)*k+i], x[xr*k+i]
+							ref16 += roundF16(wv) * roundF16(xv)
+							mag += math.Abs(float64(wv) * float64(xv))
+						}
+						if g := float64(got[q*n+r]); !(math.Abs(g-ref16) <= 1e-4*mag+1e-5) {
+							t.Fatalf("pair %d (expert %d) row %d: got %v, want %v (fp16 inputs), Σ|w·x| %g", q, e, r, g, ref16, mag)
+						}
+					}
+				}
+			})
 		}
 	}
 }
