@@ -417,7 +417,7 @@ func (s *ChatService) turn(conversationID int64, prepare func(ctx context.Contex
 	asst.Content = before + text
 	asst.Model = model
 	asst.TTFTMs, asst.TokensPerSec = speed(res.Timings, firstAt, elapsed, pieces)
-	use := &ContextUse{Used: fit.count.Tokens + res.Timings.GeneratedTokens, Context: fit.count.Context, PromptTokens: fit.count.Tokens, Dropped: fit.dropped, Policy: string(fit.policy)}
+	use := &ContextUse{Used: fit.count.Tokens + res.Timings.GeneratedTokens, Context: fit.count.Context, PromptTokens: fit.count.Tokens, Dropped: fit.dropped, Policy: string(fit.policy), Evaluated: res.Timings.PromptTokens}
 	if res.Timings.GeneratedTokens == 0 && pieces > 0 {
 		use.Used += pieces // an engine without timings: a piece is about a token
 	}

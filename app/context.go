@@ -52,6 +52,9 @@ type ContextUse struct {
 	PromptTokens int    `json:"promptTokens"` // the prompt as sent, after the policy
 	Dropped      int    `json:"dropped"`      // earlier messages the policy left out of the prompt
 	Policy       string `json:"policy"`
+	// Evaluated is how many of the prompt's tokens the engine evaluated; the rest came from its
+	// prefix cache (the conversation so far). 0 = the engine did not say.
+	Evaluated int `json:"evaluated"`
 }
 
 // lowWaterDiv sets how far a rolling window falls back when it rolls: to half the context. A

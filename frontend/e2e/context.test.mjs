@@ -5,8 +5,9 @@
 //
 // Twenty turns of long user messages with four-token greedy replies: the context fills by about
 // the eighth, the default policy (the rolling window keeping the system prompt) makes room, and
-// no turn fails. The engine's prefix cache keeps the time to first token of the last turn near
-// the second's: a turn that does not roll evaluates only its new text.
+// no turn fails. The engine's prefix cache evaluates only a turn's new text when the window did not
+// roll (the count the engine reports, under the context line); a turn that rolls is evaluated in
+// full. Time to first token is printed, not asserted: on a shared machine it is noise.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, existsSync } from "node:fs";
@@ -42,7 +43,7 @@ function turnText(i) {
   return parts.join(" ");
 }
 
-test("twenty long turns on the embedded model never fail, and the last turn's first token comes as fast as the second's", async () => {
+test("twenty long turns on the embedded model never fail, and a turn that does not roll evaluates only its new text", async () => {
   await page.goto(server.url);
   await page.locator("#model-name").waitFor();
   const set = await page.evaluate(async () => {
@@ -76,20 +77,36 @@ test("twenty long turns on the embedded model never fail, and the last turn's fi
     assert.ok(m, `turn ${i}: the context line reads ${JSON.stringify(use)}`);
     const [used, size, dropped] = [Number(m[1]), Number(m[2]), Number(m[3] || 0)];
     assert.ok(used <= size, `turn ${i}: ${used} tokens used of a context of ${size}`);
+    const evaluated = Number(await page.locator("#context-use").getAttribute("data-evaluated"));
+    const title = (await page.locator("#context-use").getAttribute("title")) || "";
+    const e = title.match(/^The engine evaluated (\d+) of the prompt's (\d+) tokens; (\d+) came from its cache/);
+    assert.ok(e && Number(e[1]) === evaluated, `turn ${i}: the context line's title reads ${JSON.stringify(title)} (data-evaluated ${evaluated})`);
+    const prompt = Number(e[2]);
     const t = meta.match(/TTFT (\d+) ms/);
     assert.ok(t, `turn ${i}: no TTFT in the reply footer ${JSON.stringify(meta)}`);
     ttft.push(Number(t[1]));
-    uses.push({ used, size, dropped });
+    uses.push({ used, size, dropped, prompt, evaluated });
   }
   console.log(`# TTFT ms per turn: ${ttft.join(" ")}`);
   console.log(`# context used per turn: ${uses.map((u) => `${u.used}/${u.size}${u.dropped ? `-${u.dropped}` : ""}`).join(" ")}`);
+  console.log(`# prompt tokens evaluated/sent per turn: ${uses.map((u) => `${u.evaluated}/${u.prompt}`).join(" ")}`);
   assert.ok(uses.some((u) => u.dropped > 0), "the context was never full: make the turns longer so the rolling window is tested");
   assert.equal(await page.locator('.msg.assistant[data-state="error"]').count(), 0);
   // A turn that rolls changes the prompt's front and is evaluated in full, once; the turns are
   // sized so the window rolls every fifth turn and the 20th is not one of them.
   assert.equal(uses[19].dropped, uses[18].dropped, `turn 20 rolled the window (${JSON.stringify(uses.slice(17))}): resize the turns so it does not`);
-  // The last turn's prompt repeats the whole kept history; the prefix cache evaluates only its
-  // new text, so its first token comes within 3x of the second turn's.
-  const [second, last] = [ttft[1], ttft[19]];
-  assert.ok(last <= 3 * Math.max(second, 1), `TTFT of turn 20 is ${last} ms, over 3x turn 2's ${second} ms (all: ${ttft.join(" ")})`);
+  // A turn that does not roll repeats the whole kept history; the prefix cache evaluates only what
+  // is new since the last prompt (the last reply, the template's few tokens, the new message).
+  // A turn that rolls drops messages at the prompt's front, so nearly all of it is evaluated.
+  for (let i = 1; i < uses.length; i++) {
+    const [prev, cur] = [uses[i - 1], uses[i]];
+    const fresh = cur.prompt - prev.prompt;
+    if (cur.dropped === prev.dropped) {
+      assert.ok(cur.evaluated <= fresh + 2 && cur.evaluated * 2 < cur.prompt,
+        `turn ${i + 1} evaluated ${cur.evaluated} of ${cur.prompt} prompt tokens; only ${fresh} are new since turn ${i}: the prefix cache missed`);
+    } else {
+      assert.ok(cur.evaluated * 2 > cur.prompt,
+        `turn ${i + 1} rolled the window yet evaluated only ${cur.evaluated} of ${cur.prompt} prompt tokens`);
+    }
+  }
 });

@@ -29,6 +29,7 @@ export interface ContextUse {
   promptTokens: number;
   dropped: number;
   policy: ContextPolicy;
+  evaluated: number; // prompt tokens the engine evaluated; the rest came from its cache (0 = unknown)
 }
 
 export type MessageState = "complete" | "streaming" | "interrupted" | "error";
