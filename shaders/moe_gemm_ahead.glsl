@@ -80,6 +80,9 @@ shared float frag[4u * 256u]; // one 16x16 fp32 fragment per subgroup, for the s
 
 #define IQ_GRIDS_SHARED // i-quant codebooks in shared memory: constant arrays indexed per lane serialize
 #include "dequant.glsl"
+#ifndef MOE_AHEAD_PLAIN
+#include "moe_tile_mma.glsl"
+#endif
 
 // fetchChunk loads chunk c of the workgroup's rows (r0.., of the expert at byte wbase) into ahead.
 void fetchChunk(uint c, uint tid, uint r0, uint wbase, uint rowBytes, out uint ahead[WPT]) {
@@ -189,16 +192,7 @@ void main() {
                 pacc[i] += sum;
             }
 #else
-            [[unroll]] for (uint kh = 0u; kh < BK / 4u; kh += 4u) { // 16 elements = 4 f16vec4 per slice
-                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a[FR];
-                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b[FC];
-                [[unroll]] for (uint i = 0u; i < FR; i++)
-                    coopMatLoad(a[i], sa, (sr + 16u * i) * SK4 + kh, SK4, gl_CooperativeMatrixLayoutRowMajor);
-                [[unroll]] for (uint cc = 0u; cc < FC; cc++)
-                    coopMatLoad(b[cc], sb, (st + 16u * cc) * SK4 + kh, SK4, gl_CooperativeMatrixLayoutColumnMajor);
-                [[unroll]] for (uint i = 0u; i < FR; i++)
-                    [[unroll]] for (uint cc = 0u; cc < FC; cc++) acc[i * FC + cc] = coopMatMulAdd(a[i], b[cc], acc[i * FC + cc]);
-            }
+            MOE_TILE_MUL_ADD(acc, sr, st)
 #endif
             barrier(); // the products have read sa/sb; the next chunk's w visible
         }
@@ -210,17 +204,6 @@ void main() {
         if (j < cnt && r < p.N) y[sorted[first + j] * p.yStride + r] = pacc[i];
     }
 #else
-    uint lane = gl_SubgroupInvocationID;
-    [[unroll]] for (uint f = 0u; f < FR * FC; f++) {
-        uint fr = r0 + sr + 16u * (f / FC), fc = st + 16u * (f % FC);
-        coopMatStore(acc[f], frag, sg * 256u, 16u, gl_CooperativeMatrixLayoutColumnMajor);
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-        for (uint el = lane; el < 256u; el += 32u) {
-            uint j = fc + el / 16u, r = fr + el % 16u; // column-major: pair el/16, row el%16
-            if (j < cnt && r < p.N) y[sorted[first + j] * p.yStride + r] = frag[sg * 256u + el];
-        }
-        subgroupBarrier(); // every lane has read the fragment before the next store
-    }
+    MOE_TILE_STORE(acc, sg, r0, sr, st, first, cnt)
 #endif
 }

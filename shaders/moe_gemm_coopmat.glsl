@@ -61,6 +61,8 @@ shared f16vec4 sa[BM * SK4]; // weights: row r at r*SK4 (row-major A)
 shared f16vec4 sb[BN * SK4]; // activations: pair j at j*SK4 (column-major B)
 shared float frag[8u * 256u]; // one 16x16 fp32 fragment per subgroup, for the scattered store
 
+#include "moe_tile_mma.glsl"
+
 void loadStep(uint u0, uint tid, uint r0, uint base, uint rowBytes, uint units, uint cnt, uint xrow,
               inout f16vec4 wa[8], inout f16vec4 xa[8]) {
 #ifdef MOE_ROW_PAIRS
@@ -123,28 +125,8 @@ void main() {
         }
         barrier();
         if (u0 + BK / 32u < units) loadStep(u0 + BK / 32u, tid, r0, base, rowBytes, units, cnt, xrow, wa, xa);
-        [[unroll]] for (uint kh = 0u; kh < BK / 4u; kh += 4u) { // 16 elements = 4 f16vec4 per slice
-            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a[FR];
-            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b[FC];
-            [[unroll]] for (uint i = 0u; i < FR; i++)
-                coopMatLoad(a[i], sa, (sr + 16u * i) * SK4 + kh, SK4, gl_CooperativeMatrixLayoutRowMajor);
-            [[unroll]] for (uint c = 0u; c < FC; c++)
-                coopMatLoad(b[c], sb, (st + 16u * c) * SK4 + kh, SK4, gl_CooperativeMatrixLayoutColumnMajor);
-            [[unroll]] for (uint i = 0u; i < FR; i++)
-                [[unroll]] for (uint c = 0u; c < FC; c++) acc[i * FC + c] = coopMatMulAdd(a[i], b[c], acc[i * FC + c]);
-        }
+        MOE_TILE_MUL_ADD(acc, sr, st)
     }
 
-    uint lane = gl_SubgroupInvocationID;
-    [[unroll]] for (uint f = 0u; f < FR * FC; f++) {
-        uint fr = r0 + sr + 16u * (f / FC), fc = st + 16u * (f % FC);
-        coopMatStore(acc[f], frag, sg * 256u, 16u, gl_CooperativeMatrixLayoutColumnMajor);
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-        for (uint el = lane; el < 256u; el += 32u) {
-            uint j = fc + el / 16u, r = fr + el % 16u; // column-major: pair el/16, row el%16
-            if (j < cnt && r < p.N) y[sorted[first + j] * p.yStride + r] = frag[sg * 256u + el];
-        }
-        subgroupBarrier(); // every lane has read the fragment before the next store
-    }
+    MOE_TILE_STORE(acc, sg, r0, sr, st, first, cnt)
 }
