@@ -15,78 +15,27 @@
 // Needs Xvfb, xdotool, ImageMagick (import, convert) and sqlite3.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { appBin, startApp, stopApp } from "./browser-app.mjs";
+import { XScreen, waitFor } from "./xwindow.mjs";
 
 const work = mkdtempSync(join(tmpdir(), "vkllm-window-vulkan-"));
 const dataDir = join(work, "data");
 const db = join(dataDir, "vkllm.db");
 // The pin arms the resident plan; the placement settings a developer's shell may hold are cleared.
 const placementEnv = { VKLLM_GPU_VRAM_MB: "512", VKLLM_GPU_RESIDENT: "1", VKLLM_DEVICE: "" };
-let xvfb;
-let appProc;
-let display = "";
-let appLog = "";
-
-function run(cmd, args) {
-  return execFileSync(cmd, args, { env: { ...process.env, DISPLAY: display }, encoding: "utf8" }).trim();
-}
+let screen;
+let app;
 
 function sql(statement) {
   return execFileSync("sqlite3", [db, statement], { encoding: "utf8" }).trim();
 }
 
 const q = (s) => "'" + s.replaceAll("'", "''") + "'";
-
-// startXvfb lets Xvfb pick a free display and print its number on fd 3.
-function startXvfb() {
-  return new Promise((done, reject) => {
-    const p = spawn("Xvfb", ["-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], {
-      stdio: ["ignore", "ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    const timer = setTimeout(() => reject(new Error("Xvfb printed no display within 20 s")), 20_000);
-    p.stdio[3].on("data", (d) => {
-      out += d;
-      if (out.includes("\n")) {
-        clearTimeout(timer);
-        display = ":" + out.trim();
-        done(p);
-      }
-    });
-    p.on("exit", (code) => reject(new Error(`Xvfb exited with ${code}`)));
-  });
-}
-
-async function waitFor(what, fn, timeoutMs) {
-  const end = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < end) {
-    try {
-      const v = fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    await sleep(500);
-  }
-  throw new Error(`${what} did not happen within ${timeoutMs / 1000} s (${last?.message ?? "no error"})\napp log:\n${appLog}`);
-}
-
-function shot(name) {
-  const path = join(work, name);
-  run("import", ["-window", "root", path]);
-  return path;
-}
-
-// spread is the standard deviation of the screenshot's pixels: 0 for a blank screen.
-function spread(path) {
-  return Number(run("convert", [path, "-colorspace", "Gray", "-format", "%[fx:standard_deviation]", "info:"]));
-}
 
 const markdownReply = `Markdown renders in a reply:
 
@@ -104,10 +53,7 @@ before(async () => {
 });
 
 after(async () => {
-  appProc?.kill("SIGTERM");
-  await sleep(500);
-  appProc?.kill("SIGKILL");
-  xvfb?.kill("SIGTERM");
+  await screen?.stop(app);
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -134,59 +80,48 @@ test("the window shows a rendered markdown reply and answers on Vulkan", async (
     (${conv}, 'user', 'Show me a list and a code block.', 'complete', 'stories260K.gguf', ${now}),
     (${conv}, 'assistant', ${q(markdownReply)}, 'complete', 'stories260K.gguf', ${now + 1})`);
 
-  xvfb = await startXvfb();
-  const env = {
-    ...process.env,
-    ...placementEnv,
-    DISPLAY: display,
-    VKLLM_DATA_DIR: dataDir,
-    // No GPU and no compositor under Xvfb: let WebKit draw in software.
-    WEBKIT_DISABLE_COMPOSITING_MODE: "1",
-    LIBGL_ALWAYS_SOFTWARE: "1",
-  };
-  delete env.WAYLAND_DISPLAY;
-  appProc = spawn(appBin, [], { env, stdio: ["ignore", "pipe", "pipe"] });
-  appProc.stdout.on("data", (d) => (appLog += d));
-  appProc.stderr.on("data", (d) => (appLog += d));
+  screen = await XScreen.start(work);
+  app = screen.startApp(appBin, { ...placementEnv, VKLLM_DATA_DIR: dataDir });
 
-  const id = await waitFor("the vkllm window appearing", () => run("xdotool", ["search", "--onlyvisible", "--name", "^vkllm$"]).split("\n")[0], 90_000);
-  const geometry = run("xdotool", ["getwindowgeometry", id]);
+  const id = await screen.window("^vkllm$", 90_000, app.log);
+  const geometry = screen.run("xdotool", ["getwindowgeometry", id]);
   const [w, h] = geometry.match(/Geometry: (\d+)x(\d+)/).slice(1).map(Number);
-  await waitFor("the window drawing its UI", () => spread(shot("first.png")) > 0.02, 60_000);
+  await waitFor("the window drawing its UI", () => screen.spread(screen.shot("first.png")) > 0.02, 60_000, { log: app.log });
   await sleep(1000);
 
   // Open the conversation from the keyboard: Ctrl+K focuses the search, Tab the first row.
-  run("xdotool", ["windowfocus", "--sync", id]); // no window manager under Xvfb, so focus rather than activate
-  run("xdotool", ["mousemove", "--window", id, String(Math.round(w / 2)), String(Math.round(h / 2)), "click", "1"]);
-  run("xdotool", ["key", "ctrl+k"]);
+  screen.run("xdotool", ["windowfocus", "--sync", id]); // no window manager under Xvfb, so focus rather than activate
+  screen.run("xdotool", ["mousemove", "--window", id, String(Math.round(w / 2)), String(Math.round(h / 2)), "click", "1"]);
+  screen.run("xdotool", ["key", "ctrl+k"]);
   await sleep(300);
-  run("xdotool", ["key", "Tab"]);
-  run("xdotool", ["key", "Return"]);
+  screen.run("xdotool", ["key", "Tab"]);
+  screen.run("xdotool", ["key", "Return"]);
   await sleep(1500);
 
   // Send a message from the composer (bottom centre of the window).
-  run("xdotool", ["mousemove", "--window", id, String(Math.round(w / 2 + 130)), String(h - 45), "click", "1"]);
+  screen.run("xdotool", ["mousemove", "--window", id, String(Math.round(w / 2 + 130)), String(h - 45), "click", "1"]);
   await sleep(300);
-  run("xdotool", ["type", "--delay", "20", "Once upon a time"]);
-  run("xdotool", ["key", "Return"]);
+  screen.run("xdotool", ["type", "--delay", "20", "Once upon a time"]);
+  screen.run("xdotool", ["key", "Return"]);
 
   // The reply is saved complete in this conversation (the window has no HTTP API: the store says).
   await waitFor(
     "the reply being saved",
     () => sql(`SELECT count(*) FROM messages WHERE conversation_id = ${conv} AND role = 'assistant' AND state = 'complete'`) === "2",
     180_000,
+    { log: app.log },
   );
   const reply = sql(`SELECT content FROM messages WHERE conversation_id = ${conv} AND role = 'assistant' ORDER BY id DESC LIMIT 1`);
   assert.ok(reply.length > 0, "the reply is empty");
   assert.equal(sql(`SELECT count(*) FROM messages WHERE conversation_id = ${conv} AND role = 'user'`), "2", "the message went to another conversation");
   await sleep(1500); // the finished event draws the reply's speed line
-  const final = shot("final.png");
-  assert.ok(spread(final) > 0.02, "the final screenshot is blank");
-  assert.ok(appProc.exitCode === null, `the app exited:\n${appLog}`);
+  const final = screen.shot("final.png");
+  assert.ok(screen.spread(final) > 0.02, "the final screenshot is blank");
+  assert.ok(app.proc.exitCode === null, `the app exited:\n${app.log()}`);
   if (process.env.WINDOW_SHOT) {
     // Just the window, cut out of the root screenshot, as a palette PNG (the README's stays small).
-    const pos = run("xdotool", ["getwindowgeometry", id]).match(/Position: (\d+),(\d+)/).slice(1);
-    run("convert", [final, "-crop", `${w}x${h}+${pos[0]}+${pos[1]}`, "+repage", "-strip", "-colors", "256", `PNG8:${process.env.WINDOW_SHOT}`]);
+    const pos = screen.run("xdotool", ["getwindowgeometry", id]).match(/Position: (\d+),(\d+)/).slice(1);
+    screen.run("convert", [final, "-crop", `${w}x${h}+${pos[0]}+${pos[1]}`, "+repage", "-strip", "-colors", "256", `PNG8:${process.env.WINDOW_SHOT}`]);
     const kb = statSync(process.env.WINDOW_SHOT).size / 1024;
     assert.ok(kb < 300, `the screenshot has ${kb.toFixed(0)} KB: keep it under 300`);
   }
