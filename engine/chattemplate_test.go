@@ -61,13 +61,13 @@ func TestHostileChatTemplateFallsBackToThePlainFormatNamingTheFile(t *testing.T)
 				t.Errorf("log has %d limit warnings, want 1 naming %s:\n%s", n, path, log)
 			}
 
-			start = time.Now()
-			text, err := e.RenderChat(context.Background(), msgs)
+			// Under a cancelled context a second try of the template fails at once; the plain
+			// format, which the model now uses, does not look at the context.
+			cancelled, cancel := context.WithCancel(context.Background())
+			cancel()
+			text, err := e.RenderChat(cancelled, msgs)
 			if err != nil || text != "User: Hello world\nAssistant:" {
-				t.Fatalf("second render = %q, %v", text, err)
-			}
-			if took := time.Since(start); took > 50*time.Millisecond {
-				t.Errorf("second render took %v: the template ran again", took)
+				t.Fatalf("second render = %q, %v: the template ran again", text, err)
 			}
 			if n := strings.Count(log.String(), "reached a render limit"); n != 1 {
 				t.Errorf("log has %d limit warnings after the second chat, want still 1", n)
