@@ -226,17 +226,9 @@ func TestMoEMatVecMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 				got := readF32(t, yb, pairs*n)
 				worst := 0.0
 				for q := 0; q < pairs; q++ {
-					e, xr := int(ids[q]), q/used
-					if perPair {
-						xr = q
-					}
+					e, xr := int(ids[q]), pairRow(q, used, perPair)
 					for r := 0; r < n; r++ {
-						var ref, mag float64
-						for i := 0; i < k; i++ {
-							p := float64(wd[(e*n+r)*k+i]) * float64(x[xr*k+i])
-							ref += p
-							mag += math.Abs(p)
-						}
+						ref, mag := expertRowRef(wd, x, e, r, xr, k, n, false)
 						tol := 1e-5*mag + 1e-6
 						if d := math.Abs(float64(got[q*n+r]) - ref); !(d <= tol) {
 							t.Fatalf("pair %d (expert %d) row %d: got %v, want %v, tol %g", q, e, r, got[q*n+r], ref, tol)
@@ -376,17 +368,9 @@ func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 				rng := rand.New(rand.NewSource(int64(typ)*11 + int64(k)))
 				got, wd, x := runMoEGEMM(t, c, rng, typ, k, n, ne, m, used, moeTilePairs, perPair, tb, sb)
 				for q := 0; q < pairs; q++ {
-					e, xr := int(ids[q]), q/used
-					if perPair {
-						xr = q
-					}
+					e, xr := int(ids[q]), pairRow(q, used, perPair)
 					for r := 0; r < n; r++ {
-						var ref, mag float64
-						for i := 0; i < k; i++ {
-							p := float64(wd[(e*n+r)*k+i]) * float64(x[xr*k+i])
-							ref += p
-							mag += math.Abs(p)
-						}
+						ref, mag := expertRowRef(wd, x, e, r, xr, k, n, false)
 						if d := math.Abs(float64(got[q*n+r]) - ref); !(d <= 1e-5*mag+1e-6) {
 							t.Fatalf("pair %d (expert %d) row %d: got %v, want %v, tol %g", q, e, r, got[q*n+r], ref, 1e-5*mag+1e-6)
 						}
@@ -395,6 +379,32 @@ func TestMoEGEMMMatchesDequantizedReferenceForEveryWeightType(t *testing.T) {
 			})
 		}
 	}
+}
+
+// pairRow is the input row pair q multiplies: its own (perPair) or its token's, q/used.
+func pairRow(q, used int, perPair bool) int {
+	if perPair {
+		return q
+	}
+	return q / used
+}
+
+// expertRowRef is row r of expert e (wd: the experts' n rows of k dequantized elements each)
+// times input row xr of x, in float64: over the inputs as given or, with fp16, over the inputs
+// rounded to fp16 as the cooperative-matrix kernels read them. mag is Σ|w·x| over the inputs as
+// given, the scale of the tests' bounds.
+func expertRowRef(wd, x []float32, e, r, xr, k, n int, fp16 bool) (ref, mag float64) {
+	w, in := wd[(e*n+r)*k:(e*n+r+1)*k], x[xr*k:(xr+1)*k]
+	for i := range w {
+		p := float64(w[i]) * float64(in[i])
+		if fp16 {
+			ref += roundF16(w[i]) * roundF16(in[i])
+		} else {
+			ref += p
+		}
+		mag += math.Abs(p)
+	}
+	return ref, mag
 }
 
 // runMoEGEMM makes ne experts of n random rows of k elements of typ and m tokens' inputs (one a
@@ -495,17 +505,9 @@ func TestMoEGEMMAheadChunksOnPlainKernels(t *testing.T) {
 						uint32((n+moeAheadRows-1)/moeAheadRows), 1, uint32(bound), w, x, y, tb.All(), sb.All())
 				})
 				for q := 0; q < pairs; q++ {
-					e, xr := int(ids[q]), q/used
-					if perPair {
-						xr = q
-					}
+					e, xr := int(ids[q]), pairRow(q, used, perPair)
 					for r := 0; r < n; r++ {
-						var ref16, mag float64
-						for i := 0; i < k; i++ {
-							wv, xv := wd[(e*n+r)*k+i], x[xr*k+i]
-							ref16 += roundF16(wv) * roundF16(xv)
-							mag += math.Abs(float64(wv) * float64(xv))
-						}
+						ref16, mag := expertRowRef(wd, x, e, r, xr, k, n, true)
 						if g := float64(got[q*n+r]); !(math.Abs(g-ref16) <= 1e-4*mag+1e-5) {
 							t.Fatalf("pair %d (expert %d) row %d: got %v, want %v (fp16 inputs), Σ|w·x| %g", q, e, r, g, ref16, mag)
 						}
@@ -583,18 +585,10 @@ func TestMoEGEMMCoopmatWithinTheCoopmatBound(t *testing.T) {
 							t.Fatalf("%v: the grouped products took %s%s, not %s%s", typ, p64, suf, tc.kernel, suf)
 						}
 						for q := 0; q < pairs; q++ {
-							e, xr := int(ids[q]), q/used
-							if perPair {
-								xr = q
-							}
+							e, xr := int(ids[q]), pairRow(q, used, perPair)
 							for r := 0; r < n; r++ {
-								var ref, ref16, mag float64
-								for i := 0; i < k; i++ {
-									wv, xv := wd[(e*n+r)*k+i], x[xr*k+i]
-									ref += float64(wv) * float64(xv)
-									ref16 += roundF16(wv) * roundF16(xv)
-									mag += math.Abs(float64(wv) * float64(xv))
-								}
+								ref, mag := expertRowRef(wd, x, e, r, xr, k, n, false)
+								ref16, _ := expertRowRef(wd, x, e, r, xr, k, n, true)
 								g := float64(got[q*n+r])
 								if e16, ex := math.Abs(g-ref16), math.Abs(g-ref); !(e16 <= 1e-4*mag+1e-5 && ex <= 2e-3*mag+1e-5) {
 									t.Fatalf("pair %d (expert %d) row %d: got %v, want %v (fp16 inputs %v), Σ|w·x| %g", q, e, r, g, ref, ref16, mag)

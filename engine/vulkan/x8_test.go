@@ -409,10 +409,7 @@ func TestMoEMatVecX8MatchesFloat64Reference(t *testing.T) {
 					return ref, mag
 				}
 				for q := 0; q < pairs; q++ {
-					e, xr := int(ids[q]), q/used
-					if perPair {
-						xr = q
-					}
+					e, xr := int(ids[q]), pairRow(q, used, perPair)
 					xq8, xd := roundX8(x[xr*k : (xr+1)*k])
 					for r := 0; r < n; r++ {
 						ref, mag := dot(gd, e, r, xq8, xd)
